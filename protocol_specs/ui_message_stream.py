@@ -1,0 +1,441 @@
+"""The AI SDK UI message stream vocabulary, per client major (ai 5, 6 and 7), as data.
+
+This module is the one statement of *what a chunk may look like* for each major: chunk types,
+their fields (required or optional, which majors declare them, what JSON shape they take), the
+``finishReason`` values each major accepts, and the response headers. Ordering rules (which chunk
+may follow which) live in :mod:`translators.stream_rules`; conversion to a target major in
+:mod:`translators.gating`. Both read the tables below and never restate them.
+
+Source: ``shared/specs/ui-message-stream.md`` §1.1, §2.1–§2.4, checked against the zod schemas in
+``ai@5.0.277``, ``ai@6.0.326`` and ``ai@7.0.173`` (``uiMessageChunkSchema``). The pinned releases
+use loose objects: a key a major does not declare is accepted and ignored, a declared key with the
+wrong shape (``null`` included) kills the stream, and an unknown ``type`` is always rejected.
+
+Chunks on the hot path are plain ``dict`` objects; nothing here is called per text delta except
+:func:`schema_errors` in the validator, which is not the hot path.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Final, Literal
+
+__all__ = [
+    "ALL_MAJORS",
+    "CHUNK_SPECS",
+    "DATA_CHUNK_SPEC",
+    "DATA_PREFIX",
+    "DEFAULT_TARGET",
+    "FINISH_REASONS",
+    "Kind",
+    "ChunkSpec",
+    "FieldSpec",
+    "Major",
+    "REQUIRED_JSON_KEYS",
+    "RESPONSE_HEADERS",
+    "SSE_DONE",
+    "chunk_spec",
+    "schema_errors",
+]
+
+Major = Literal[5, 6, 7]
+ALL_MAJORS: Final[tuple[Major, ...]] = (5, 6, 7)
+#: What every major accepts: the safe default when the client's major is not known.
+DEFAULT_TARGET: Final[Major] = 5
+DATA_PREFIX: Final = "data-"
+SSE_DONE: Final = "[DONE]"
+
+#: ``UI_MESSAGE_STREAM_HEADERS`` (spec §1.1). ``connection: keep-alive`` is left to the server:
+#: it is forbidden over HTTP/2 and the client never reads it.
+RESPONSE_HEADERS: Final[dict[str, str]] = {
+    "content-type": "text/event-stream",
+    "cache-control": "no-cache",
+    "x-vercel-ai-ui-message-stream": "v1",
+    "x-accel-buffering": "no",
+}
+
+_COMMON_FINISH = frozenset({"stop", "length", "content-filter", "tool-calls", "error", "other"})
+#: spec §2.4: ``unknown`` only in 5, ``interrupted`` only in 7; anything else is fatal everywhere.
+FINISH_REASONS: Final[dict[int, frozenset[str]]] = {
+    5: _COMMON_FINISH | {"unknown"},
+    6: _COMMON_FINISH,
+    7: _COMMON_FINISH | {"interrupted"},
+}
+
+
+class Kind(Enum):
+    """The JSON shape a field must have (zod schema of ai@7.0.173, same in 5 and 6)."""
+
+    #: ``z.string()``
+    STRING = "string"
+    #: ``z.boolean()``
+    BOOL = "boolean"
+    #: ``z.unknown()``: any JSON value, ``null`` included; as a required field the key must exist.
+    JSON = "json"
+    #: ``{provider: {key: json}}``: an object of objects.
+    PROVIDER_METADATA = "providerMetadata"
+    #: ``{key: json}``
+    TOOL_METADATA = "toolMetadata"
+    #: one of :data:`FINISH_REASONS` for the major.
+    FINISH_REASON = "finishReason"
+    #: ``"json"`` or ``"text"``
+    INPUT_ENCODING = "inputEncoding"
+    #: ``text-end.citations`` [7]
+    CITATIONS = "citations"
+    #: ``steering-message.parts`` [7]
+    STEERING_PARTS = "steeringParts"
+    #: ``z.record(z.string(), z.string())``
+    STRING_MAP = "stringMap"
+
+
+@dataclass(frozen=True, slots=True)
+class FieldSpec:
+    name: str
+    kind: Kind
+    required: bool
+    #: Majors whose schema declares the field. Others accept it (loose objects) but ignore it,
+    #: and their strict early patch releases reject it, so the gating step removes it.
+    majors: frozenset[int]
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkSpec:
+    type: str
+    #: Majors whose union contains this type; any other major rejects the chunk outright.
+    majors: frozenset[int]
+    fields: dict[str, FieldSpec]
+
+    def declared(self, major: int) -> frozenset[str]:
+        """Field names (``type`` included) this chunk may carry for ``major``."""
+        return _DECLARED[(self.type, major)]
+
+
+_ALL = frozenset(ALL_MAJORS)
+_6_7 = frozenset({6, 7})
+_7 = frozenset({7})
+
+
+def _f(name: str, kind: Kind, required: bool = False, majors: frozenset[int] = _ALL) -> FieldSpec:
+    return FieldSpec(name, kind, required, majors)
+
+
+S, B, J, PM, TM = Kind.STRING, Kind.BOOL, Kind.JSON, Kind.PROVIDER_METADATA, Kind.TOOL_METADATA
+
+
+def _chunk(type_: str, majors: frozenset[int], *fields: FieldSpec) -> ChunkSpec:
+    return ChunkSpec(type_, majors, {f.name: f for f in fields})
+
+
+_TOOL_COMMON = (
+    _f("providerExecuted", B),
+    _f("providerMetadata", PM),
+    _f("dynamic", B),
+    _f("toolMetadata", TM, majors=_6_7),
+    _f("title", S, majors=_6_7),
+)
+
+#: Every chunk type of ai 5, 6 and 7 (spec §2.3) but ``data-*`` (:data:`DATA_CHUNK_SPEC`).
+CHUNK_SPECS: Final[dict[str, ChunkSpec]] = {
+    c.type: c
+    for c in (
+        _chunk("start", _ALL, _f("messageId", S), _f("messageMetadata", J)),
+        _chunk("start-step", _ALL),
+        _chunk("text-start", _ALL, _f("id", S, True), _f("providerMetadata", PM)),
+        _chunk(
+            "text-delta", _ALL, _f("id", S, True), _f("delta", S, True), _f("providerMetadata", PM)
+        ),
+        _chunk(
+            "text-end",
+            _ALL,
+            _f("id", S, True),
+            _f("providerMetadata", PM),
+            _f("citations", Kind.CITATIONS, majors=_7),
+        ),
+        _chunk("reasoning-start", _ALL, _f("id", S, True), _f("providerMetadata", PM)),
+        _chunk(
+            "reasoning-delta",
+            _ALL,
+            _f("id", S, True),
+            _f("delta", S, True),
+            _f("providerMetadata", PM),
+        ),
+        _chunk("reasoning-end", _ALL, _f("id", S, True), _f("providerMetadata", PM)),
+        _chunk(
+            "tool-input-start",
+            _ALL,
+            _f("toolCallId", S, True),
+            _f("toolName", S, True),
+            _f("providerExecuted", B),
+            _f("dynamic", B),
+            _f("providerMetadata", PM, majors=_6_7),
+            _f("toolMetadata", TM, majors=_6_7),
+            _f("title", S, majors=_6_7),
+            _f("inputEncoding", Kind.INPUT_ENCODING, majors=_6_7),
+        ),
+        _chunk("tool-input-delta", _ALL, _f("toolCallId", S, True), _f("inputTextDelta", S, True)),
+        _chunk(
+            "tool-input-available",
+            _ALL,
+            _f("toolCallId", S, True),
+            _f("toolName", S, True),
+            _f("input", J, True),
+            *_TOOL_COMMON,
+        ),
+        _chunk(
+            "tool-input-error",
+            _ALL,
+            _f("toolCallId", S, True),
+            _f("toolName", S, True),
+            _f("input", J, True),
+            _f("errorText", S, True),
+            *_TOOL_COMMON,
+        ),
+        _chunk(
+            "tool-approval-request",
+            _6_7,
+            _f("approvalId", S, True),
+            _f("toolCallId", S, True),
+            _f("approvalDescriptor", J),
+            _f("inputSchemaInput", J),
+            _f("signature", S),
+            _f("reason", S, majors=_7),
+            _f("isAutomatic", B, majors=_7),
+        ),
+        _chunk(
+            "tool-approval-response",
+            _7,
+            _f("approvalId", S, True),
+            _f("approved", B, True),
+            _f("reason", S),
+            _f("providerExecuted", B),
+            _f("providerMetadata", PM),
+        ),
+        _chunk(
+            "tool-output-available",
+            _ALL,
+            _f("toolCallId", S, True),
+            _f("output", J, True),
+            _f("providerExecuted", B),
+            _f("dynamic", B),
+            _f("preliminary", B),
+            _f("providerMetadata", PM, majors=_6_7),
+            _f("toolMetadata", TM, majors=_6_7),
+        ),
+        _chunk(
+            "tool-output-error",
+            _ALL,
+            _f("toolCallId", S, True),
+            _f("errorText", S, True),
+            _f("providerExecuted", B),
+            _f("dynamic", B),
+            _f("providerMetadata", PM, majors=_6_7),
+            _f("toolMetadata", TM, majors=_6_7),
+        ),
+        _chunk("tool-output-denied", _6_7, _f("toolCallId", S, True)),
+        _chunk(
+            "source-url",
+            _ALL,
+            _f("sourceId", S, True),
+            _f("url", S, True),
+            _f("title", S),
+            _f("providerMetadata", PM),
+        ),
+        _chunk(
+            "source-document",
+            _ALL,
+            _f("sourceId", S, True),
+            _f("mediaType", S, True),
+            _f("title", S, True),
+            _f("filename", S),
+            _f("providerMetadata", PM),
+        ),
+        _chunk(
+            "file", _ALL, _f("url", S, True), _f("mediaType", S, True), _f("providerMetadata", PM)
+        ),
+        _chunk(
+            "reasoning-file",
+            _7,
+            _f("url", S, True),
+            _f("mediaType", S, True),
+            _f("providerMetadata", PM),
+        ),
+        _chunk("custom", _7, _f("kind", S, True), _f("providerMetadata", PM)),
+        _chunk("steering-message", _7, _f("id", S, True), _f("parts", Kind.STEERING_PARTS, True)),
+        _chunk("finish-step", _ALL),
+        _chunk("reset-step", _7),
+        _chunk("message-metadata", _ALL, _f("messageMetadata", J, True)),
+        _chunk("finish", _ALL, _f("finishReason", Kind.FINISH_REASON), _f("messageMetadata", J)),
+        _chunk("abort", _ALL, _f("reason", S, majors=_6_7)),
+        _chunk("error", _ALL, _f("errorText", S, True)),
+    )
+}
+
+#: ``data-<name>`` chunks: any type string that starts with ``data-`` (``data-`` alone included).
+DATA_CHUNK_SPEC: Final = _chunk(
+    DATA_PREFIX, _ALL, _f("data", J, True), _f("id", S), _f("transient", B)
+)
+
+_DECLARED: dict[tuple[str, int], frozenset[str]] = {
+    (spec.type, major): frozenset(
+        {"type", *(f.name for f in spec.fields.values() if major in f.majors)}
+    )
+    for spec in (*CHUNK_SPECS.values(), DATA_CHUNK_SPEC)
+    for major in ALL_MAJORS
+}
+
+#: Required ``z.unknown()`` keys: they must be present even when the value is ``null`` (spec §2.2).
+REQUIRED_JSON_KEYS: Final[dict[str, tuple[str, ...]]] = {
+    spec.type: tuple(f.name for f in spec.fields.values() if f.required and f.kind is Kind.JSON)
+    for spec in (*CHUNK_SPECS.values(), DATA_CHUNK_SPEC)
+    if any(f.required and f.kind is Kind.JSON for f in spec.fields.values())
+}
+
+
+def chunk_spec(chunk_type: str) -> ChunkSpec | None:
+    """The spec for a chunk type, ``data-*`` included; ``None`` for a type no major knows."""
+    spec = CHUNK_SPECS.get(chunk_type)
+    if spec is None and chunk_type.startswith(DATA_PREFIX):
+        return DATA_CHUNK_SPEC
+    return spec
+
+
+# ---------------------------------------------------------------------------------------------
+# Shape checks, mirroring zod. Used by the validator and the gating step (never per text delta).
+
+
+def _is_json(value: Any) -> bool:
+    if value is None or isinstance(value, str | bool | int):
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, list):
+        return all(_is_json(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _is_json(v) for k, v in value.items())
+    return False
+
+
+def _is_provider_metadata(value: Any) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(inner, dict) and _is_json(inner) for inner in value.values()
+    )
+
+
+def _is_citation_source(source: Any) -> bool:
+    if not isinstance(source, dict) or source.get("type") != "source":
+        return False
+    optional_ok = isinstance(source.get("title", ""), str) and _is_provider_metadata(
+        source.get("providerMetadata", {})
+    )
+    if source.get("sourceType") == "url":
+        return optional_ok and _all_str(source, "id", "url")
+    if source.get("sourceType") == "document":
+        return (
+            optional_ok
+            and _all_str(source, "id", "mediaType", "title")
+            and isinstance(source.get("filename", ""), str)
+        )
+    return False
+
+
+def _is_index(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _is_citation(item: Any) -> bool:
+    return (
+        isinstance(item, dict)
+        and _is_citation_source(item.get("source"))
+        and all(_is_index(item[k]) for k in ("startIndex", "endIndex") if k in item)
+        and isinstance(item.get("citedText", ""), str)
+    )
+
+
+def _is_steering_part(part: Any) -> bool:
+    if not isinstance(part, dict) or not _is_provider_metadata(part.get("providerMetadata", {})):
+        return False
+    if part.get("type") == "text":
+        return isinstance(part.get("text"), str)
+    if part.get("type") == "file":
+        ref = part.get("providerReference", {})
+        return (
+            _all_str(part, "mediaType", "url")
+            and isinstance(part.get("filename", ""), str)
+            and isinstance(ref, dict)
+            and all(isinstance(v, str) for v in ref.values())
+        )
+    return False
+
+
+def _all_str(obj: dict[str, Any], *keys: str) -> bool:
+    return all(isinstance(obj.get(k), str) for k in keys)
+
+
+def value_fits(kind: Kind, value: Any, major: int) -> bool:
+    """Whether ``value`` passes the zod schema of a field of this ``kind`` for ``major``."""
+    if kind is Kind.STRING:
+        return isinstance(value, str)
+    if kind is Kind.BOOL:
+        return isinstance(value, bool)
+    if kind is Kind.JSON:
+        return _is_json(value)
+    if kind is Kind.PROVIDER_METADATA:
+        return _is_provider_metadata(value)
+    if kind is Kind.TOOL_METADATA:
+        return isinstance(value, dict) and _is_json(value)
+    if kind is Kind.FINISH_REASON:
+        return isinstance(value, str) and value in FINISH_REASONS[major]
+    if kind is Kind.INPUT_ENCODING:
+        return value in ("json", "text")
+    if kind is Kind.CITATIONS:
+        return isinstance(value, list) and all(_is_citation(c) for c in value)
+    if kind is Kind.STEERING_PARTS:
+        return isinstance(value, list) and all(_is_steering_part(p) for p in value)
+    if kind is Kind.STRING_MAP:
+        return isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
+    raise AssertionError(kind)  # pragma: no cover - every Kind is handled above
+
+
+def schema_errors(chunk: Any, major: int) -> list[str]:
+    """Why ``uiMessageChunkSchema`` of ``major`` rejects ``chunk``; ``[]`` when it accepts it.
+
+    Unknown keys are not errors (the pinned releases use loose objects); :func:`unknown_keys`
+    lists them for warnings.
+    """
+    if not isinstance(chunk, dict):
+        return [f"chunk is a JSON {type(chunk).__name__}, not an object"]
+    chunk_type = chunk.get("type")
+    if not isinstance(chunk_type, str):
+        return ["chunk has no string 'type'"]
+    spec = chunk_spec(chunk_type)
+    if spec is None:
+        return [f"unknown chunk type {chunk_type!r}"]
+    if major not in spec.majors:
+        return [f"chunk type {chunk_type!r} does not exist in ai {major}"]
+    errors = []
+    for field in spec.fields.values():
+        if major not in field.majors:
+            continue
+        if field.name not in chunk:
+            if field.required:
+                errors.append(f"{chunk_type}: required field {field.name!r} is missing")
+            continue
+        value = chunk[field.name]
+        if value is None and field.kind is not Kind.JSON:
+            errors.append(f"{chunk_type}: {field.name!r} is null (omit optional fields instead)")
+        elif not value_fits(field.kind, value, major):
+            errors.append(
+                f"{chunk_type}: {field.name!r} is not a valid {field.kind.value}: {value!r:.80}"
+            )
+    return errors
+
+
+def unknown_keys(chunk: dict[str, Any], major: int) -> list[str]:
+    """Keys ``major`` does not declare for this chunk (ignored now, fatal on strict releases)."""
+    spec = chunk_spec(chunk.get("type", ""))
+    if spec is None:
+        return []
+    declared = spec.declared(major)
+    return [k for k in chunk if k not in declared]

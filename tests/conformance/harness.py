@@ -1,0 +1,112 @@
+"""Python side of the real-client oracle: runs SSE bodies through ``check.mjs`` (ai 5, 6 and 7).
+
+One Node process per batch, so hundreds of bodies cost one start-up. Nothing here interprets the
+stream: verdicts come from the AI SDK's own ``DefaultChatTransport`` and ``readUIMessageStream``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+CHECK_SCRIPT = HERE / "check.mjs"
+MAJORS = (5, 6, 7)
+
+
+class HarnessUnavailable(RuntimeError):
+    """Node or the pinned ``ai`` packages are missing (``make install`` sets them up)."""
+
+
+def unavailable_reason() -> str | None:
+    if shutil.which("node") is None:
+        return "node is not on PATH"
+    for alias in ("ai5", "ai6", "ai7"):
+        if not (HERE / "node_modules" / alias / "package.json").is_file():
+            return f"tests/conformance/node_modules/{alias} is missing (run make install)"
+    return None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What one real client did with one body."""
+
+    ok: bool
+    fatal: str | None
+    error_text: str | None
+    finish_reason: str | None
+    message: dict[str, Any] | None
+    chunks: int
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> Verdict:
+        fatal = raw.get("fatal")
+        return cls(
+            ok=raw["ok"],
+            fatal=f"{fatal['name']}: {fatal['message']}" if fatal else None,
+            error_text=raw.get("errorText"),
+            finish_reason=raw.get("finishReason"),
+            message=raw.get("message"),
+            chunks=raw.get("chunks", 0),
+        )
+
+    def text(self) -> str:
+        """All text parts of the final message, concatenated."""
+        parts = (self.message or {}).get("parts", [])
+        return "".join(p.get("text", "") for p in parts if p.get("type") == "text")
+
+    def parts(self, part_type: str) -> list[dict[str, Any]]:
+        parts = (self.message or {}).get("parts", [])
+        return [p for p in parts if p.get("type") == part_type]
+
+
+def run_cases(cases: list[dict[str, Any]], timeout: float = 300) -> list[dict[int, Verdict]]:
+    """Run ``[{"body": bytes, "majors"?: [...], "message"?: {...}}]``; one dict per case."""
+    reason = unavailable_reason()
+    if reason is not None:
+        raise HarnessUnavailable(reason)
+    payload = [
+        {
+            "id": str(i),
+            "body_b64": base64.b64encode(case["body"]).decode(),
+            "majors": list(case.get("majors", MAJORS)),
+            **({"message": case["message"]} if case.get("message") else {}),
+        }
+        for i, case in enumerate(cases)
+    ]
+    proc = subprocess.run(
+        ["node", str(CHECK_SCRIPT)],
+        input=json.dumps(payload).encode(),
+        capture_output=True,
+        timeout=timeout,
+        cwd=HERE,
+        env={**os.environ, "NODE_NO_WARNINGS": "1"},
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"check.mjs failed ({proc.returncode}): {proc.stderr.decode()[-2000:]}")
+    results = json.loads(proc.stdout)
+    return [
+        {int(major): Verdict.from_json(v) for major, v in entry["results"].items()}
+        for entry in results
+    ]
+
+
+class RealClients:
+    """The pytest fixture's object: ``check(body)`` → ``{5: Verdict, 6: ..., 7: ...}``."""
+
+    def check(
+        self, body: bytes, majors: tuple[int, ...] = MAJORS, message: dict[str, Any] | None = None
+    ) -> dict[int, Verdict]:
+        return run_cases([{"body": body, "majors": majors, "message": message}])[0]
+
+    def check_many(
+        self, bodies: list[bytes], majors: tuple[int, ...] = MAJORS
+    ) -> list[dict[int, Verdict]]:
+        return run_cases([{"body": b, "majors": majors} for b in bodies])

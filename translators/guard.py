@@ -1,0 +1,379 @@
+"""The stream guard: any sequence of chunks in, a stream every target client accepts out.
+
+A sans-I/O state machine in the manner of h11's ``_state.py``. It never knows which dialect produced
+a chunk; it knows the client (:class:`~translators.stream_rules.ClientModel`, the same model the
+validator runs) and repairs instead of letting the client throw:
+
+* exactly one ``start`` first (with the message id to reuse when continuing, spec §5.4); a later
+  ``start`` only contributes its metadata (as ``message-metadata``);
+* ``start-step``/``finish-step`` balanced; a part-producing chunk outside a step opens one;
+* every ``*-delta``/``*-end`` preceded by its start: a delta for an unknown id opens the part, an
+  end for an unknown id is dropped, a second start for an open id closes the first;
+* text and reasoning parts closed before ``finish-step``, ``finish`` and ``error``;
+* tool output/approval chunks only for known tool calls (others become ``data-*`` parts), with the
+  ``dynamic`` flag ai 5 needs;
+* the closing discipline, in one place for every dialect: close open parts, settle pending tool
+  calls (``tool-output-error``), then ``error`` if the reason is an error, then ``finish-step``,
+  then exactly one ``finish`` with a finishReason the target accepts. Nothing after ``finish``.
+
+Every chunk first goes through :class:`~translators.gating.Gate` for the target major. Each repair
+is counted in :attr:`StreamGuard.repairs` and reported through ``on_repair``. ``feed`` and ``close``
+never raise and do O(1) work per chunk (closing is linear in the open parts, once).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from protocol_specs.ui_message_stream import DATA_PREFIX, DEFAULT_TARGET
+from translators.gating import ConversionHook, Gate
+from translators.stream_rules import ClientModel, Rule
+
+__all__ = ["CloseReason", "StreamGuard", "CLOSE_OUTCOMES", "Outcome"]
+
+Chunk = dict[str, Any]
+RepairHook = Callable[[str, dict[str, Any]], None]
+
+
+class CloseReason(Enum):
+    """Why a stream ends; :data:`CLOSE_OUTCOMES` says what the client is told."""
+
+    #: The upstream ended the turn normally.
+    COMPLETED = "completed"
+    #: The upstream reported an error.
+    UPSTREAM_ERROR = "upstream-error"
+    #: The upstream connection ended without a terminal event (a truncated turn).
+    UPSTREAM_CLOSED = "upstream-closed"
+    #: The upstream sent something that cannot be understood.
+    UPSTREAM_PROTOCOL_ERROR = "upstream-protocol-error"
+    #: The client went away or pressed Stop.
+    ABORTED = "aborted"
+    #: A first-event, idle or total timeout ran out.
+    TIMEOUT = "timeout"
+    #: The gateway is shutting down.
+    SHUTDOWN = "shutdown"
+    #: A bug on our side; the detail goes to the log only.
+    INTERNAL_ERROR = "internal-error"
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    is_error: bool
+    finish_reason: str
+    #: ``errorText`` used when the caller gives none (short, shown to the user as is).
+    error_text: str
+    #: ``errorText`` for tool calls left without an output.
+    tool_text: str
+
+
+CLOSE_OUTCOMES: dict[CloseReason, Outcome] = {
+    CloseReason.COMPLETED: Outcome(False, "stop", "", "The tool call did not complete."),
+    CloseReason.UPSTREAM_ERROR: Outcome(
+        True, "error", "The agent reported an error.", "interrupted"
+    ),
+    CloseReason.UPSTREAM_CLOSED: Outcome(
+        True, "error", "The agent stopped before finishing its answer.", "interrupted"
+    ),
+    CloseReason.UPSTREAM_PROTOCOL_ERROR: Outcome(
+        True, "error", "The agent sent a message that could not be understood.", "interrupted"
+    ),
+    # ai 7 marks an interrupted message (no automatic follow-up); the gate maps it to "other"
+    # below 7.
+    CloseReason.ABORTED: Outcome(False, "interrupted", "", "interrupted"),
+    CloseReason.TIMEOUT: Outcome(
+        True, "error", "The agent did not respond in time.", "interrupted"
+    ),
+    CloseReason.SHUTDOWN: Outcome(
+        True, "error", "The server is restarting; please try again.", "interrupted"
+    ),
+    CloseReason.INTERNAL_ERROR: Outcome(
+        True, "error", "An internal error occurred.", "interrupted"
+    ),
+}
+
+
+class _Phase(Enum):
+    #: Nothing emitted yet.
+    NEW = "new"
+    #: ``start`` emitted, ``finish`` not yet.
+    STREAMING = "streaming"
+    #: ``finish`` emitted; everything else is discarded (and counted).
+    DONE = "done"
+
+
+#: Chunk types that do not create a part, so they never open a step by themselves.
+_STEPLESS = frozenset(
+    {
+        "start",
+        "finish",
+        "message-metadata",
+        "error",
+        "abort",
+        "start-step",
+        "finish-step",
+        "reset-step",
+    }
+)
+_DYNAMIC_AWARE = frozenset({"tool-output-available", "tool-output-error"})
+_TOOL_REFERENCES = frozenset(
+    {"tool-output-available", "tool-output-error", "tool-output-denied", "tool-approval-request"}
+)
+
+
+class StreamGuard:
+    """Feed chunks with :meth:`feed`; end with :meth:`close`. Both return chunks to send."""
+
+    def __init__(
+        self,
+        *,
+        target: int = DEFAULT_TARGET,
+        message_id: str | None = None,
+        on_repair: RepairHook | None = None,
+        on_conversion: ConversionHook | None = None,
+    ) -> None:
+        self.target = target
+        #: Forced ``start.messageId`` (the assistant message being continued), if any.
+        self.message_id = message_id
+        self.gate = Gate(target, on_conversion)
+        self.model = ClientModel(major=target, message_id="")
+        #: Repairs by kind (``opened-text``, ``dropped-after-finish``…): our translators' and the
+        #: upstream's mistakes, which the client would otherwise have died on.
+        self.repairs: Counter[str] = Counter()
+        self._on_repair = on_repair
+        self._phase = _Phase.NEW
+        self._in_step = False
+        #: The reason ``finish`` carried, for logs and tests.
+        self.finish_reason: str | None = None
+        self.error_text: str | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self._phase is _Phase.DONE
+
+    def _repair(self, key: str, chunk: dict[str, Any]) -> None:
+        self.repairs[key] += 1
+        if self._on_repair is not None:
+            self._on_repair(key, chunk)
+
+    # -- input ---------------------------------------------------------------------------------
+
+    def feed(self, chunk: Any) -> list[Chunk]:
+        """Chunks to send for one translator chunk; ``[]`` after ``finish``. Never raises."""
+        # Hot path: a well-formed text delta for an open part inside a step needs no work.
+        if (
+            self._in_step
+            and type(chunk) is dict
+            and chunk.get("type") == "text-delta"
+            and len(chunk) == 3
+            and chunk.get("id") in self.model.open_text
+            and type(chunk.get("delta")) is str
+        ):
+            return [chunk]
+        if self._phase is _Phase.DONE:
+            self._repair("dropped-after-finish", chunk if isinstance(chunk, dict) else {})
+            return []
+        out: list[Chunk] = []
+        if self._phase is _Phase.NEW:
+            first = chunk if isinstance(chunk, dict) and chunk.get("type") == "start" else None
+            self._emit_start(out, first)
+            if first is not None:
+                return out
+        gated = self.gate.gate(chunk)
+        if gated is not None:
+            self._feed_gated(gated, out)
+        return out
+
+    def close(
+        self,
+        reason: CloseReason = CloseReason.COMPLETED,
+        error_text: str | None = None,
+        *,
+        finish_reason: str | None = None,
+        message_metadata: Any = None,
+    ) -> list[Chunk]:
+        """End the stream: the closing chunks, or ``[]`` if it already finished. Never raises."""
+        if self._phase is _Phase.DONE:
+            return []
+        out: list[Chunk] = []
+        if self._phase is _Phase.NEW:
+            self._emit_start(out, None)
+        self._finish(out, reason, error_text, finish_reason, message_metadata)
+        return out
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _emit_start(self, out: list[Chunk], first: Chunk | None) -> None:
+        start: Chunk = {"type": "start"}
+        if first is not None:
+            gated = self.gate.gate(first)
+            if gated is not None:
+                start = gated
+        if self.message_id is not None:
+            start = {**start, "messageId": self.message_id}
+        self._apply(start, out)
+        self._phase = _Phase.STREAMING
+
+    def _apply(self, chunk: Chunk, out: list[Chunk]) -> None:
+        self.model.apply(chunk)
+        out.append(chunk)
+
+    def _feed_gated(self, chunk: Chunk, out: list[Chunk]) -> None:
+        chunk_type: str = chunk["type"]
+        if chunk_type == "start":
+            metadata = chunk.get("messageMetadata")
+            if metadata is not None:
+                self._repair("second-start-as-metadata", chunk)
+                self._apply({"type": "message-metadata", "messageMetadata": metadata}, out)
+            else:
+                self._repair("dropped-second-start", chunk)
+            return
+        if chunk_type == "finish":
+            self._finish(
+                out,
+                CloseReason.COMPLETED,
+                None,
+                chunk.get("finishReason"),
+                chunk.get("messageMetadata"),
+            )
+            return
+        if chunk_type == "error":
+            self._finish(out, CloseReason.UPSTREAM_ERROR, chunk["errorText"], None, None)
+            return
+        if chunk_type == "start-step":
+            if self._in_step:
+                self._repair("closed-step-before-start-step", chunk)
+                self._end_step(out)
+            self._in_step = True
+            self._apply(chunk, out)
+            return
+        if chunk_type == "finish-step":
+            if not self._in_step:
+                self._repair("dropped-finish-step-outside-step", chunk)
+                return
+            self._end_step(out)
+            return
+        if (
+            chunk_type not in _STEPLESS
+            and not self._in_step
+            and not chunk_type.startswith(DATA_PREFIX)
+        ):
+            self._in_step = True
+            self._apply({"type": "start-step"}, out)
+        if chunk_type in _DYNAMIC_AWARE:
+            chunk = self._with_dynamic_flag(chunk)
+        elif chunk_type == "text-start" and chunk["id"] in self.model.open_text:
+            self._repair("closed-reopened-text", chunk)
+            self._apply({"type": "text-end", "id": chunk["id"]}, out)
+        elif chunk_type == "reasoning-start" and chunk["id"] in self.model.open_reasoning:
+            self._repair("closed-reopened-reasoning", chunk)
+            self._apply({"type": "reasoning-end", "id": chunk["id"]}, out)
+        rule = self.model.check(chunk)
+        if rule is None:
+            self._apply(chunk, out)
+        else:
+            self._repair_rule(rule, chunk, out)
+
+    def _repair_rule(self, rule: Rule, chunk: Chunk, out: list[Chunk]) -> None:
+        chunk_type = chunk["type"]
+        if rule is Rule.TEXT_NOT_OPEN or rule is Rule.REASONING_NOT_OPEN:
+            if chunk_type.endswith("-end"):
+                self._repair(f"dropped-{chunk_type}-unknown-id", chunk)
+                return
+            kind = "text" if rule is Rule.TEXT_NOT_OPEN else "reasoning"
+            self._repair(f"opened-{kind}", chunk)
+            self._apply({"type": f"{kind}-start", "id": chunk["id"]}, out)
+            self._apply(chunk, out)
+            return
+        if rule is Rule.TOOL_INPUT_NOT_STARTED:
+            record = self.model.tools.get(chunk["toolCallId"])
+            if record is not None:
+                # The input is already complete; re-opening it would move the part backwards.
+                self._repair("dropped-tool-input-delta-after-input", chunk)
+                return
+            self._repair("opened-tool-input", chunk)
+            self._apply(
+                {
+                    "type": "tool-input-start",
+                    "toolCallId": chunk["toolCallId"],
+                    "toolName": "unknown",
+                },
+                out,
+            )
+            self._apply(chunk, out)
+            return
+        # TOOL_CALL_UNKNOWN / APPROVAL_UNKNOWN (TOOL_KIND_MISMATCH is prevented by the dynamic fix):
+        # the client has no part to attach it to; keep the information as a data part.
+        self._repair(f"orphan-{chunk_type}-as-data", chunk)
+        data = {k: v for k, v in chunk.items() if k != "type"}
+        self._apply({"type": f"{DATA_PREFIX}orphan-{chunk_type}", "data": data}, out)
+
+    def _with_dynamic_flag(self, chunk: Chunk) -> Chunk:
+        """ai 5 finds an output's tool part by kind: mirror the part's kind in ``dynamic``."""
+        record = self.model.tools.get(chunk["toolCallId"])
+        if record is None:
+            return chunk
+        is_dynamic = False not in record.kinds
+        if bool(chunk.get("dynamic")) is is_dynamic:
+            return chunk
+        fixed = {k: v for k, v in chunk.items() if k != "dynamic"}
+        if is_dynamic:
+            fixed["dynamic"] = True
+        return fixed
+
+    def _close_parts(self, out: list[Chunk]) -> None:
+        for part_id in list(self.model.open_reasoning):
+            self._apply({"type": "reasoning-end", "id": part_id}, out)
+        for part_id in list(self.model.open_text):
+            self._apply({"type": "text-end", "id": part_id}, out)
+
+    def _end_step(self, out: list[Chunk]) -> None:
+        self._close_parts(out)
+        self._apply({"type": "finish-step"}, out)
+        self._in_step = False
+
+    def _settle_tools(self, out: list[Chunk], outcome: Outcome) -> None:
+        for call_id, record in self.model.unsettled_tools():
+            # Pending on us: input still streaming, or a tool we run. A client-run tool with
+            # complete input belongs to the app after a normal end or an abort (openai-chat
+            # tool calls end at tool-input-available on purpose); an error settles it too.
+            if not (record.input_streaming or record.provider_executed or outcome.is_error):
+                continue
+            settle: Chunk = {"type": "tool-output-error", "toolCallId": call_id}
+            settle["errorText"] = outcome.tool_text
+            if record.provider_executed:
+                settle["providerExecuted"] = True
+            if False not in record.kinds:
+                settle["dynamic"] = True
+            self._repair("settled-pending-tool", settle)
+            self._apply(settle, out)
+
+    def _finish(
+        self,
+        out: list[Chunk],
+        reason: CloseReason,
+        error_text: str | None,
+        finish_reason: str | None,
+        metadata: Any,
+    ) -> None:
+        outcome = CLOSE_OUTCOMES[reason]
+        self._close_parts(out)
+        self._settle_tools(out, outcome)
+        if outcome.is_error:
+            self.error_text = error_text if error_text is not None else outcome.error_text
+            self._apply({"type": "error", "errorText": self.error_text}, out)
+        if self._in_step:
+            self._apply({"type": "finish-step"}, out)
+            self._in_step = False
+        finish: Chunk = {"type": "finish", "finishReason": finish_reason or outcome.finish_reason}
+        if outcome.is_error:
+            finish["finishReason"] = "error"
+        if metadata is not None:
+            finish["messageMetadata"] = metadata
+        gated = self.gate.gate(finish) or {"type": "finish"}
+        self.finish_reason = gated.get("finishReason")
+        self._apply(gated, out)
+        self._phase = _Phase.DONE

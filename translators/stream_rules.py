@@ -1,0 +1,190 @@
+"""Ordering rules of the AI SDK client: which chunk may follow which, per major.
+
+:class:`ClientModel` mirrors the bookkeeping of ``processUIMessageStream`` (ai 5.0.277, 6.0.326,
+7.0.173; spec §3): open text and reasoning ids, tool calls whose input is streaming, tool parts by
+``toolCallId`` and kind, approval ids. :meth:`ClientModel.check` names the :class:`Rule` a chunk
+would break on the real client (which then throws and kills the response); :meth:`apply` records
+what the client records. Both the stream guard (which repairs) and the validator (which reports)
+drive this one model, so the two cannot drift apart: h11's ``_state.py`` idea, with the client
+as the other party.
+
+It models ``readUIMessageStream`` as the conformance harness runs it: a ``start`` whose
+``messageId`` differs from the current message id resets the state (``useChat`` renames instead).
+
+Calling contract: only feed chunks that passed
+:func:`protocol_specs.ui_message_stream.schema_errors` for the same major; call ``check`` then,
+when it returned ``None``, ``apply``. Both are O(1)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+__all__ = ["ClientModel", "Rule", "ToolRecord", "PART_CLOSERS"]
+
+
+class Rule(Enum):
+    """A client-side failure: the chunk throws inside ``processUIMessageStream``."""
+
+    #: ``text-delta``/``text-end`` for an id with no open ``text-start`` (5 and 6 also forget
+    #: open ids at ``finish-step``).
+    TEXT_NOT_OPEN = "text part is not open (no text-start for this id, or closed by finish-step)"
+    REASONING_NOT_OPEN = (
+        "reasoning part is not open (no reasoning-start for this id, or closed by finish-step)"
+    )
+    #: ``tool-input-delta`` for a call that never had ``tool-input-start``.
+    TOOL_INPUT_NOT_STARTED = "tool-input-delta without a tool-input-start for this toolCallId"
+    #: ``tool-output-*``, ``tool-approval-request``, ``tool-output-denied`` for an unknown call.
+    TOOL_CALL_UNKNOWN = "no tool part with this toolCallId (needs a tool-input-* chunk first)"
+    #: ai 5 looks tool outputs up per kind: ``dynamic: true`` only for dynamic tool parts.
+    TOOL_KIND_MISMATCH = "ai 5 needs dynamic: true on outputs of dynamic tools, and only on those"
+    #: ai 7 ``tool-approval-response`` whose ``approvalId`` matches no approval request.
+    APPROVAL_UNKNOWN = "tool-approval-response for an unknown approvalId"
+
+
+#: The chunk that closes an open part of each streaming kind.
+PART_CLOSERS = {"text": "text-end", "reasoning": "reasoning-end"}
+
+
+@dataclass(slots=True)
+class ToolRecord:
+    """What the client knows of one ``toolCallId``."""
+
+    name: str
+    #: Kinds of tool part that exist for this id: ``True`` = ``dynamic-tool``, ``False`` = static.
+    kinds: set[bool]
+    #: ``tool-input-start`` was seen and no complete input yet: the input is still streaming.
+    input_streaming: bool = False
+    #: An output, output error, input error or denial settled the call.
+    settled: bool = False
+    provider_executed: bool = False
+
+
+_OUTPUT_TYPES = frozenset({"tool-output-available", "tool-output-error", "tool-output-denied"})
+
+
+@dataclass(slots=True)
+class ClientModel:
+    major: int
+    #: Id of the message being built; a ``start`` with another id resets everything.
+    message_id: str = ""
+    #: Open text / reasoning part ids (insertion-ordered, so closing follows opening order).
+    open_text: dict[str, None] = field(default_factory=dict)
+    open_reasoning: dict[str, None] = field(default_factory=dict)
+    #: ``state.partialToolCalls``: ids that had ``tool-input-start``; never cleared by the
+    #: client except by ``reset-step`` [7], so a delta after ``finish-step`` is still accepted.
+    partial_tools: set[str] = field(default_factory=set)
+    tools: dict[str, ToolRecord] = field(default_factory=dict)
+    #: Tool ids whose part was created in the current step (``reset-step`` [7] removes them).
+    step_tools: list[tuple[str, bool]] = field(default_factory=list)
+    approvals: set[str] = field(default_factory=set)
+
+    def reset(self, message_id: str) -> None:
+        self.message_id = message_id
+        self.open_text.clear()
+        self.open_reasoning.clear()
+        self.partial_tools.clear()
+        self.tools.clear()
+        self.step_tools.clear()
+        self.approvals.clear()
+
+    # -- rules -------------------------------------------------------------------------------
+
+    def check(self, chunk: dict[str, Any]) -> Rule | None:
+        """The rule ``chunk`` breaks on this major's client, or ``None`` when it is accepted."""
+        chunk_type = chunk["type"]
+        if chunk_type == "text-delta" or chunk_type == "text-end":
+            return None if chunk["id"] in self.open_text else Rule.TEXT_NOT_OPEN
+        if chunk_type == "reasoning-delta" or chunk_type == "reasoning-end":
+            return None if chunk["id"] in self.open_reasoning else Rule.REASONING_NOT_OPEN
+        if chunk_type == "tool-input-delta":
+            ok = chunk["toolCallId"] in self.partial_tools
+            return None if ok else Rule.TOOL_INPUT_NOT_STARTED
+        if chunk_type in _OUTPUT_TYPES or chunk_type == "tool-approval-request":
+            record = self.tools.get(chunk["toolCallId"])
+            if record is None:
+                return Rule.TOOL_CALL_UNKNOWN
+            if self.major == 5 and chunk_type != "tool-approval-request":
+                if bool(chunk.get("dynamic")) not in record.kinds:
+                    return Rule.TOOL_KIND_MISMATCH
+            return None
+        if chunk_type == "tool-approval-response":
+            return None if chunk["approvalId"] in self.approvals else Rule.APPROVAL_UNKNOWN
+        return None
+
+    def apply(self, chunk: dict[str, Any]) -> None:
+        """Record what the client records for an accepted chunk."""
+        chunk_type = chunk["type"]
+        if chunk_type == "text-start":
+            self.open_text[chunk["id"]] = None
+        elif chunk_type == "text-end":
+            del self.open_text[chunk["id"]]
+        elif chunk_type == "reasoning-start":
+            self.open_reasoning[chunk["id"]] = None
+        elif chunk_type == "reasoning-end":
+            del self.open_reasoning[chunk["id"]]
+        elif chunk_type == "tool-input-start":
+            self.partial_tools.add(chunk["toolCallId"])
+            record = self._tool_part(chunk)
+            record.input_streaming = True
+            record.settled = False
+        elif chunk_type == "tool-input-available":
+            record = self._tool_part(chunk)
+            record.input_streaming = False
+            record.settled = False
+        elif chunk_type == "tool-input-error":
+            record = self._tool_part(chunk)
+            record.input_streaming = False
+            record.settled = True
+        elif chunk_type in _OUTPUT_TYPES:
+            record = self.tools[chunk["toolCallId"]]
+            record.input_streaming = False
+            record.settled = not chunk.get("preliminary", False)
+            if chunk.get("providerExecuted") is not None:
+                record.provider_executed = chunk["providerExecuted"]
+        elif chunk_type == "tool-approval-request":
+            self.approvals.add(chunk["approvalId"])
+        elif chunk_type == "start-step":
+            self.step_tools.clear()
+        elif chunk_type == "finish-step":
+            if self.major < 7:  # ai 5/6 forget open text and reasoning ids here; 7 does not
+                self.open_text.clear()
+                self.open_reasoning.clear()
+        elif chunk_type == "reset-step":
+            self._reset_step()
+        elif chunk_type == "start":
+            message_id = chunk.get("messageId")
+            if message_id is not None and message_id != self.message_id:
+                self.reset(message_id)
+
+    def _tool_part(self, chunk: dict[str, Any]) -> ToolRecord:
+        call_id = chunk["toolCallId"]
+        dynamic = bool(chunk.get("dynamic"))
+        record = self.tools.get(call_id)
+        if record is None:
+            record = self.tools[call_id] = ToolRecord(name=chunk["toolName"], kinds=set())
+        if dynamic not in record.kinds:
+            record.kinds.add(dynamic)
+            self.step_tools.append((call_id, dynamic))
+        if chunk.get("providerExecuted") is not None:
+            record.provider_executed = chunk["providerExecuted"]
+        return record
+
+    def _reset_step(self) -> None:
+        """ai 7 ``reset-step``: drop the current step's parts and every open streaming id."""
+        self.open_text.clear()
+        self.open_reasoning.clear()
+        self.partial_tools.clear()
+        for call_id, dynamic in self.step_tools:
+            record = self.tools.get(call_id)
+            if record is not None:
+                record.kinds.discard(dynamic)
+                if not record.kinds:
+                    del self.tools[call_id]
+        self.step_tools.clear()
+
+    # -- queries used by the guard when it settles a stream ------------------------------------
+
+    def unsettled_tools(self) -> list[tuple[str, ToolRecord]]:
+        return [(call_id, r) for call_id, r in self.tools.items() if not r.settled]

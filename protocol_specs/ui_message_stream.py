@@ -29,6 +29,7 @@ __all__ = [
     "DATA_PREFIX",
     "DEFAULT_TARGET",
     "FINISH_REASONS",
+    "EMITTED_FINISH_REASONS",
     "Kind",
     "ChunkSpec",
     "FieldSpec",
@@ -60,6 +61,15 @@ _COMMON_FINISH = frozenset({"stop", "length", "content-filter", "tool-calls", "e
 #: spec §2.4: ``unknown`` only in 5, ``interrupted`` only in 7; anything else is fatal everywhere.
 FINISH_REASONS: Final[dict[int, frozenset[str]]] = {
     5: _COMMON_FINISH | {"unknown"},
+    6: _COMMON_FINISH,
+    7: _COMMON_FINISH | {"interrupted"},
+}
+
+
+#: finishReason values chunkbridge *emits* per target: ``unknown`` is left out for 5 so that the
+#: default target's streams are accepted by 6 and 7 as well.
+EMITTED_FINISH_REASONS: Final[dict[int, frozenset[str]]] = {
+    5: _COMMON_FINISH,
     6: _COMMON_FINISH,
     7: _COMMON_FINISH | {"interrupted"},
 }

@@ -23,6 +23,7 @@ from protocol_specs.ui_message_stream import (
     CHUNK_SPECS,
     DATA_CHUNK_SPEC,
     DATA_PREFIX,
+    EMITTED_FINISH_REASONS,
     FINISH_REASONS,
     ChunkSpec,
     Kind,
@@ -104,7 +105,7 @@ class Gate:
             )
             for spec in (*CHUNK_SPECS.values(), DATA_CHUNK_SPEC)
         }
-        self._finish_reasons = FINISH_REASONS[target]
+        self._finish_reasons = EMITTED_FINISH_REASONS[target]
 
     def _count(self, key: str, chunk: dict[str, Any]) -> None:
         self.conversions[key] += 1
@@ -172,7 +173,11 @@ class Gate:
                 self._count(f"null-removed:{where}", chunk)
                 continue
             if field.kind is Kind.FINISH_REASON and value not in self._finish_reasons:
-                fallback = FINISH_REASON_FALLBACKS.get(value, "other")
+                fallback = (
+                    FINISH_REASON_FALLBACKS.get(value, "other")
+                    if isinstance(value, str)
+                    else "other"
+                )
                 self._count(f"finish-reason:{value}->{fallback}", chunk)
                 out[key] = fallback
                 continue

@@ -214,8 +214,17 @@ class StreamGuard:
                 start = gated
         if self.message_id is not None:
             start = {**start, "messageId": self.message_id}
-        self._apply(start, out)
+        self._apply(self._object_metadata(start), out)
         self._phase = _Phase.STREAMING
+
+    def _object_metadata(self, chunk: Chunk) -> Chunk:
+        """Keep message metadata an object: the client's deep merge throws on a string or number
+        base (:attr:`Rule.METADATA_MERGE`), so other values are wrapped as ``{"value": x}``."""
+        metadata = chunk.get("messageMetadata")
+        if metadata is None or isinstance(metadata, dict):
+            return chunk
+        self._repair("wrapped-metadata", chunk)
+        return {**chunk, "messageMetadata": {"value": metadata}}
 
     def _apply(self, chunk: Chunk, out: list[Chunk]) -> None:
         self.model.apply(chunk)
@@ -227,7 +236,8 @@ class StreamGuard:
             metadata = chunk.get("messageMetadata")
             if metadata is not None:
                 self._repair("second-start-as-metadata", chunk)
-                self._apply({"type": "message-metadata", "messageMetadata": metadata}, out)
+                update = {"type": "message-metadata", "messageMetadata": metadata}
+                self._apply(self._object_metadata(update), out)
             else:
                 self._repair("dropped-second-start", chunk)
             return
@@ -265,6 +275,8 @@ class StreamGuard:
             self._apply({"type": "start-step"}, out)
         if chunk_type in _DYNAMIC_AWARE:
             chunk = self._with_dynamic_flag(chunk)
+        elif chunk_type == "message-metadata":
+            chunk = self._object_metadata(chunk)
         elif chunk_type == "text-start" and chunk["id"] in self.model.open_text:
             self._repair("closed-reopened-text", chunk)
             self._apply({"type": "text-end", "id": chunk["id"]}, out)
@@ -373,7 +385,7 @@ class StreamGuard:
             finish["finishReason"] = "error"
         if metadata is not None:
             finish["messageMetadata"] = metadata
-        gated = self.gate.gate(finish) or {"type": "finish"}
+        gated = self._object_metadata(self.gate.gate(finish) or {"type": "finish"})
         self.finish_reason = gated.get("finishReason")
         self._apply(gated, out)
         self._phase = _Phase.DONE

@@ -16,6 +16,8 @@ after it)."""
 from __future__ import annotations
 
 import codecs
+import json
+import math
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -40,10 +42,16 @@ _DATA_REQUIRED: Final = REQUIRED_JSON_KEYS[DATA_PREFIX]
 
 
 def _scrub(value: Any) -> Any:
-    """A JSON-safe copy: lone surrogates become U+FFFD, keys become strings, others ``str()``."""
+    """A JSON-safe copy: lone surrogates become U+FFFD, keys become strings, others ``str()``.
+
+    The UTF-16 round trip joins surrogate pairs into their character (as a JS string would read
+    them) and turns each lone surrogate into one U+FFFD.
+    """
     if isinstance(value, str):
-        return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-    if value is None or isinstance(value, bool | int | float):
+        return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if value is None or isinstance(value, bool | int):
         return value
     if isinstance(value, dict):
         return {_scrub(str(k)): _scrub(v) for k, v in value.items()}
@@ -73,7 +81,8 @@ def encode_chunk(chunk: dict[str, Any]) -> bytes:
     try:
         body = orjson.dumps(chunk)
     except (TypeError, orjson.JSONEncodeError):
-        body = orjson.dumps(_scrub(chunk))
+        # Slow path for what orjson refuses; the stdlib also takes integers beyond 64 bits.
+        body = json.dumps(_scrub(chunk), ensure_ascii=False, separators=(",", ":")).encode()
     return b"data: " + body + b"\n\n"
 
 

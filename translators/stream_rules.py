@@ -41,6 +41,9 @@ class Rule(Enum):
     TOOL_KIND_MISMATCH = "ai 5 needs dynamic: true on outputs of dynamic tools, and only on those"
     #: ai 7 ``tool-approval-response`` whose ``approvalId`` matches no approval request.
     APPROVAL_UNKNOWN = "tool-approval-response for an unknown approvalId"
+    #: ``mergeObjects`` runs ``key in base``: once the message metadata is a string, number or
+    #: boolean, merging anything with keys into it throws a ``TypeError``.
+    METADATA_MERGE = "messageMetadata cannot be merged into the current non-object metadata"
 
 
 #: The chunk that closes an open part of each streaming kind.
@@ -62,6 +65,16 @@ class ToolRecord:
 
 
 _OUTPUT_TYPES = frozenset({"tool-output-available", "tool-output-error", "tool-output-denied"})
+_METADATA_TYPES = frozenset({"start", "message-metadata", "finish"})
+
+
+def _is_primitive(value: Any) -> bool:
+    return isinstance(value, str | int | float | bool)
+
+
+def _has_keys(value: Any) -> bool:
+    """Whether JS ``for (key in value)`` yields anything: non-empty objects, arrays, strings."""
+    return isinstance(value, dict | list | str) and len(value) > 0
 
 
 @dataclass(slots=True)
@@ -79,6 +92,8 @@ class ClientModel:
     #: Tool ids whose part was created in the current step (``reset-step`` [7] removes them).
     step_tools: list[tuple[str, bool]] = field(default_factory=list)
     approvals: set[str] = field(default_factory=set)
+    #: ``message.metadata`` as the client holds it (``None``: not set).
+    metadata: Any = None
 
     def reset(self, message_id: str) -> None:
         self.message_id = message_id
@@ -88,6 +103,7 @@ class ClientModel:
         self.tools.clear()
         self.step_tools.clear()
         self.approvals.clear()
+        self.metadata = None
 
     # -- rules -------------------------------------------------------------------------------
 
@@ -111,6 +127,9 @@ class ClientModel:
             return None
         if chunk_type == "tool-approval-response":
             return None if chunk["approvalId"] in self.approvals else Rule.APPROVAL_UNKNOWN
+        if chunk_type in _METADATA_TYPES and _is_primitive(self.metadata):
+            if _has_keys(chunk.get("messageMetadata")):
+                return Rule.METADATA_MERGE
         return None
 
     def apply(self, chunk: dict[str, Any]) -> None:
@@ -153,10 +172,15 @@ class ClientModel:
                 self.open_reasoning.clear()
         elif chunk_type == "reset-step":
             self._reset_step()
-        elif chunk_type == "start":
-            message_id = chunk.get("messageId")
-            if message_id is not None and message_id != self.message_id:
-                self.reset(message_id)
+        if chunk_type in _METADATA_TYPES:
+            if chunk_type == "start":
+                message_id = chunk.get("messageId")
+                if message_id is not None and message_id != self.message_id:
+                    self.reset(message_id)
+            update = chunk.get("messageMetadata")
+            if update is not None:
+                # mergeObjects: the first value is taken as is; any later merge yields an object.
+                self.metadata = update if self.metadata is None else {}
 
     def _tool_part(self, chunk: dict[str, Any]) -> ToolRecord:
         call_id = chunk["toolCallId"]

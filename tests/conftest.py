@@ -1,0 +1,29 @@
+"""Shared fixtures. Components a test needs (Node + the pinned ai packages, a browser) are
+skipped when missing on a developer machine, and fail the run under CI (``CI=true``)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.conformance.harness import RealClients, unavailable_reason
+
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def require(component: str, reason: str | None) -> None:
+    """Skip (locally) or fail (CI) when ``reason`` says a component is missing."""
+    if reason is None:
+        return
+    message = f"{component} unavailable: {reason}"
+    if IN_CI:
+        pytest.fail(message + " (CI=true: missing components fail the run)")
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def real_clients() -> RealClients:
+    """The real AI SDK 5, 6 and 7 clients (tests/conformance/check.mjs)."""
+    require("real AI SDK clients", unavailable_reason())
+    return RealClients()

@@ -46,3 +46,27 @@ def assert_valid_for(body: bytes, *majors: int) -> None:
     for major in majors or (5, 6, 7):
         report = validate_sse(body, major)
         assert report.ok, (major, [str(e) for e in report.errors], body[:2000])
+
+
+def translate(
+    dialect: str, events: list[Any], *, target: int = 5, close: bool = True, **options: Any
+) -> tuple[list[dict[str, Any]], Any]:
+    """Feed events (dicts, or raw str frames) to a fresh translator; close at the end."""
+    from gateway.dialects import create_translator
+    from translators.base import TranslatorOptions
+
+    translator = create_translator(dialect, TranslatorOptions(target=target, **options))
+    out: list[dict[str, Any]] = []
+    for event in events:
+        out += translator.feed_frame(event) if isinstance(event, str) else translator.feed(event)
+    if close:
+        out += translator.close(CloseReason.UPSTREAM_CLOSED)
+    return out, translator
+
+
+def of_type(chunks: list[dict[str, Any]], chunk_type: str) -> list[dict[str, Any]]:
+    return [c for c in chunks if c["type"] == chunk_type]
+
+
+def text_of(chunks: list[dict[str, Any]]) -> str:
+    return "".join(c["delta"] for c in chunks if c["type"] == "text-delta")

@@ -1,0 +1,133 @@
+"""agent-ops V2 (dialect ``agent-ops-v2``): the per-session backend's WebSocket events.
+
+Source: ``shared/specs/seed-protocols.md`` §1 and "What real deployments send". One WebSocket
+per session; the gateway sends :func:`prompt_frame`, reads events, and sends :data:`ABORT_FRAME`
+when the client goes away. The backend keeps the history, so only the latest user message is sent.
+
+Mapping (translator: ``translators/agent_ops_v2.py``), decisions and reasons:
+
+============================  =====================================================================
+upstream event                UI chunks
+============================  =====================================================================
+``message.create``            ``start`` (once; ``messageMetadata.turnId``); a later turn in the
+                              same stream opens a new step (``start-step``) instead of a second
+                              message
+``message.part.text-delta``   ``text-start`` (first) / ``text-delta``
+``chunk`` (legacy)            same as a text delta (``content``)
+``message.part.tool-update``  the open text part ends, then per ``status``: ``pending`` →
+                              ``tool-input-start`` (repeats and empty ``args`` ignored);
+                              ``running`` → ``tool-input-available`` (``args``, ``{}`` if none);
+                              ``completed`` → ``tool-output-available`` (``result``); ``error`` →
+                              ``tool-output-error`` (``error``). Missing earlier states are filled
+                              in. Every tool chunk has ``providerExecuted: true``: the backend runs
+                              the tools, the client must never wait to run them.
+``message.finalize``          parts closed; ``end_turn`` → ``finish`` (stop); ``canceled`` →
+                              ``finish`` (interrupted; ``other`` below ai 7), no error; ``error`` →
+                              ``error`` (the upstream's text), ``finish`` (error). ``finalText`` is
+                              never appended to streamed text: it is sent only when no text was
+                              streamed since the last tool and it is not already the end of what
+                              was streamed (it may hold the whole text or only the text after the
+                              last tool).
+``complete``                  ends the turn (``finish``) if ``message.finalize`` did not
+``agentStatus``               transient ``data-agent-status`` ``{status, detail?}``
+``error``                     ``error`` (``{messageId, error: "<text>"}`` from the runner, or
+                              ``{message}``), then ``finish`` (error)
+``question``                  ``data-question`` (kept in the message, ``id`` = question id) — an AI
+                              SDK 6+ tool approval cannot carry the structured answer flow
+``status``                    transient ``data-session-status``
+``init``, ``message``,        deliberately not mapped: hydration of the browser socket, never
+``message.updated``           re-rendered as new text (counted as ``hydration``)
+domain events (git, diffs,    not chat events: forwarded as transient ``data-<type>`` parts by the
+reviews, users, toasts, …)    unknown-event policy (``forward``) so a UI can still use them
+============================  =====================================================================
+
+Only the default channel is exposed (``channelType``/``channelId`` are kept in the start metadata).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal, NotRequired, TypedDict
+
+__all__ = [
+    "ABORT_FRAME",
+    "FINALIZE_REASONS",
+    "HYDRATION_EVENTS",
+    "MessageCreate",
+    "MessageFinalize",
+    "TextDelta",
+    "ToolUpdate",
+    "prompt_frame",
+]
+
+ToolStatus = Literal["pending", "running", "completed", "error"]
+AgentStatus = Literal["idle", "thinking", "streaming", "tool_calling", "error"]
+
+
+class MessageCreate(TypedDict):
+    type: Literal["message.create"]
+    turnId: str
+    channelType: NotRequired[str]
+    channelId: NotRequired[str]
+    opencodeSessionId: NotRequired[str]
+
+
+class TextDelta(TypedDict):
+    type: Literal["message.part.text-delta"]
+    turnId: str
+    delta: str
+
+
+class ToolUpdate(TypedDict):
+    type: Literal["message.part.tool-update"]
+    turnId: str
+    callId: str
+    toolName: str
+    status: ToolStatus
+    args: NotRequired[dict[str, Any]]
+    result: NotRequired[Any]
+    error: NotRequired[str]
+
+
+class MessageFinalize(TypedDict):
+    type: Literal["message.finalize"]
+    turnId: str
+    reason: str
+    finalText: NotRequired[str]
+    error: NotRequired[str]
+
+
+class AgentStatusEvent(TypedDict):
+    type: Literal["agentStatus"]
+    status: AgentStatus
+    detail: NotRequired[str]
+    messageId: NotRequired[str]
+
+
+class RunnerError(TypedDict):
+    type: Literal["error"]
+    messageId: NotRequired[str]
+    error: NotRequired[str]
+    message: NotRequired[str]
+
+
+#: ``message.finalize.reason`` → UI finishReason (None: the turn failed, see the mapping table).
+FINALIZE_REASONS: Final[dict[str, str | None]] = {
+    "end_turn": "stop",
+    "stop": "stop",
+    "max_tokens": "length",
+    "length": "length",
+    "tool_use": "tool-calls",
+    "canceled": "interrupted",
+    "cancelled": "interrupted",
+    "aborted": "interrupted",
+    "error": None,
+}
+
+HYDRATION_EVENTS: Final = frozenset({"init", "message", "message.updated"})
+
+ABORT_FRAME: Final[dict[str, Any]] = {"type": "abort"}
+
+
+def prompt_frame(text: str, message_id: str, attachments: list[dict[str, Any]]) -> dict[str, Any]:
+    """The frame that starts a turn: the latest user text and its file parts."""
+    return {"type": "prompt", "content": text, "messageId": message_id, "attachments": attachments}

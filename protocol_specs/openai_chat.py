@@ -1,0 +1,113 @@
+"""OpenAI chat-completion stream chunks (dialect ``openai-chat``), as real providers send them.
+
+Source: ``shared/specs/seed-protocols.md`` §3 and the OpenAI ``chat.completion.chunk`` format as
+served by OpenAI, Azure, DeepSeek, vLLM, OpenRouter and other compatible servers. Over HTTP the
+payloads arrive as SSE ``data:`` lines ending with ``data: [DONE]``; over a WebSocket, one chunk per
+text frame. The gateway never runs the tool calls: they end at ``tool-input-available`` for the
+client (or the upstream) to run.
+
+Mapping (translator: ``translators/openai_chat.py``), decisions and reasons:
+
+===================================  ==============================================================
+upstream                             UI chunks
+===================================  ==============================================================
+first chunk                          ``start`` with ``messageMetadata {model}``, ``start-step``
+``delta.content``                    text part (an open reasoning part ends first); ``""`` is
+                                     ignored
+``delta.reasoning_content`` /        reasoning part (DeepSeek, vLLM / OpenRouter styles), ended
+``delta.reasoning``                  before text or tools start
+``delta.refusal``                    a text part with ``providerMetadata {openai: {refusal:
+                                     true}}``
+``delta.tool_calls[]``               per ``index``: ``tool-input-start`` once the name is known (it
+                                     may come late: arguments are buffered until then), then
+                                     ``tool-input-delta``; parallel calls interleave by index. When
+                                     the choice finishes, the arguments are parsed:
+                                     ``tool-input-available`` (``{}`` for empty arguments), or
+                                     ``tool-input-error`` with the raw text when they are not JSON.
+                                     Missing ids are generated
+``finish_reason``                    ``stop``→stop, ``length``→length,
+                                     ``tool_calls``/``function_call`` →tool-calls,
+                                     ``content_filter``→content-filter, anything else→other;
+                                     ``finish`` is sent at ``[DONE]``, at the usage chunk, or when
+                                     the stream ends, so the usage can ride along
+``usage`` (the ``choices: []`` chun  ``finish.messageMetadata.usage`` ``{promptTokens,
+requested with include_usage)        completionTokens, totalTokens, reasoningTokens?,
+                                     cachedTokens?}``
+a chunk after a finished choice      a new step (multi-step agent hubs chain completions)
+``{"error": {...}}`` mid-stream      ``error`` (the provider's message), ``finish`` (error)
+Azure ``prompt_filter_results``,     provider noise: ignored (counted), never an error
+empty deltas, extra fields
+choices with ``index`` > 0           not rendered (one message per response; counted)
+===================================  ==============================================================
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal, NotRequired, TypedDict
+
+__all__ = ["FINISH_REASONS", "TERMINAL_FRAME", "usage_metadata"]
+
+
+class FunctionDelta(TypedDict, total=False):
+    name: str
+    arguments: str
+
+
+class ToolCallDelta(TypedDict):
+    index: int
+    id: NotRequired[str]
+    type: NotRequired[Literal["function"]]
+    function: NotRequired[FunctionDelta]
+
+
+class Delta(TypedDict, total=False):
+    role: str
+    content: str | None
+    reasoning_content: str | None
+    reasoning: str | None
+    refusal: str | None
+    tool_calls: list[ToolCallDelta]
+
+
+class Choice(TypedDict):
+    index: int
+    delta: Delta
+    finish_reason: NotRequired[str | None]
+
+
+class ChatCompletionChunk(TypedDict):
+    id: str
+    object: Literal["chat.completion.chunk"]
+    model: NotRequired[str]
+    choices: list[Choice]
+    usage: NotRequired[dict[str, Any] | None]
+
+
+FINISH_REASONS: Final[dict[str, str]] = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool-calls",
+    "function_call": "tool-calls",
+    "content_filter": "content-filter",
+}
+
+TERMINAL_FRAME: Final = "[DONE]"
+
+
+def usage_metadata(usage: dict[str, Any]) -> dict[str, Any]:
+    """OpenAI ``usage`` → the usage object the hub's clients expect in message metadata."""
+    out: dict[str, Any] = {}
+    for ours, theirs in (
+        ("promptTokens", "prompt_tokens"),
+        ("completionTokens", "completion_tokens"),
+        ("totalTokens", "total_tokens"),
+    ):
+        if isinstance(usage.get(theirs), int):
+            out[ours] = usage[theirs]
+    details = usage.get("completion_tokens_details")
+    if isinstance(details, dict) and isinstance(details.get("reasoning_tokens"), int):
+        out["reasoningTokens"] = details["reasoning_tokens"]
+    prompt_details = usage.get("prompt_tokens_details")
+    if isinstance(prompt_details, dict) and isinstance(prompt_details.get("cached_tokens"), int):
+        out["cachedTokens"] = prompt_details["cached_tokens"]
+    return out

@@ -1,0 +1,48 @@
+"""Recorded upstream sessions replay byte-exactly into their golden SSE files, and every golden
+(and every replay for targets 6 and 7) is accepted by the real AI SDK clients."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gateway.replay import replay_file
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+DIALECTS = ("agent-ops-v2", "open-harness", "openai-chat")
+RECORDINGS = sorted((d, p) for d in DIALECTS for p in (FIXTURES / d).glob("*.jsonl"))
+IDS = [f"{d}/{p.stem}" for d, p in RECORDINGS]
+
+
+def test_each_dialect_has_at_least_12_recordings() -> None:
+    for dialect in DIALECTS:
+        assert len(list((FIXTURES / dialect).glob("*.jsonl"))) >= 12, dialect
+
+
+@pytest.mark.parametrize(("dialect", "recording"), RECORDINGS, ids=IDS)
+def test_replay_matches_golden(chunkbridge_golden, dialect: str, recording: Path) -> None:
+    chunkbridge_golden(dialect, recording)
+
+
+@pytest.mark.parametrize(("dialect", "recording"), RECORDINGS[:3], ids=IDS[:3])
+def test_replay_is_deterministic(dialect: str, recording: Path) -> None:
+    assert replay_file(dialect, recording) == replay_file(dialect, recording)
+
+
+@pytest.mark.conformance
+def test_every_golden_and_target_replay_is_accepted_by_real_clients(real_clients) -> None:
+    bodies: list[bytes] = []
+    majors: list[tuple[int, ...]] = []
+    for dialect, recording in RECORDINGS:
+        bodies.append(recording.with_suffix(".sse").read_bytes())
+        majors.append((5, 6, 7))
+        for target in (6, 7):
+            bodies.append(replay_file(dialect, recording, target=target))
+            majors.append((target,))
+    results = real_clients.check_many(bodies)
+    names = [f"{d}/{p.stem}" for d, p in RECORDINGS for _ in range(3)]
+    for name, wanted, per_major in zip(names, majors, results, strict=True):
+        for major in wanted:
+            verdict = per_major[major]
+            assert verdict.ok, (name, major, verdict.fatal)

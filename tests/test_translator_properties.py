@@ -1,0 +1,164 @@
+"""Property: any sequence of a dialect's events (valid, shuffled, truncated, garbage mixed in)
+becomes a stream that validates for targets 5, 6 and 7; a sample goes through the real clients."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.helpers import assert_valid_for, to_sse, translate, types
+from translators.guard import CloseReason
+
+TEXT = st.text(max_size=6)
+JUNK = st.one_of(st.none(), st.integers(), TEXT, st.lists(st.integers(), max_size=2))
+VALUE = st.one_of(JUNK, st.dictionaries(st.sampled_from(["a", "b"]), st.integers(), max_size=2))
+GARBAGE = st.sampled_from(["not json", "[]", "{}", '{"type": 1}', "null", "[DONE]", ""])
+
+
+def ev(type_: str, **fields: Any) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries({"type": st.just(type_)}, optional=fields)
+
+
+CALL = st.sampled_from(["p1", "p2"])
+AGENT_OPS = [
+    ev("message.create", turnId=st.sampled_from(["t1", "t2"])),
+    ev("message.part.text-delta", delta=st.one_of(TEXT, JUNK)),
+    ev("chunk", content=TEXT),
+    ev(
+        "message.part.tool-update",
+        callId=CALL,
+        toolName=st.sampled_from(["bash", "read"]),
+        status=st.sampled_from(["pending", "running", "completed", "error", "weird"]),
+        args=VALUE,
+        result=VALUE,
+        error=st.one_of(TEXT, VALUE),
+    ),
+    ev(
+        "message.finalize",
+        reason=st.sampled_from(["end_turn", "error", "canceled", "x"]),
+        finalText=st.one_of(TEXT, JUNK),
+        error=VALUE,
+    ),
+    ev("complete"),
+    ev("agentStatus", status=st.sampled_from(["idle", "thinking"]), detail=VALUE),
+    ev("error", error=st.one_of(TEXT, VALUE), message=TEXT),
+    ev("question", id=TEXT),
+    ev("status", status=TEXT),
+    ev("init"),
+    ev("git.diff", files=VALUE),
+]
+HARNESS = [
+    ev("agent:text:delta", content=st.one_of(TEXT, JUNK), delta=TEXT),
+    ev("agent:thinking:delta", content=TEXT),
+    ev("agent:text", content=TEXT),
+    ev("agent:thinking", content=TEXT),
+    ev(
+        "agent:tool",
+        toolName=st.sampled_from(["s", "t"]),
+        toolCallId=CALL,
+        toolInput=VALUE,
+        toolOutput=VALUE,
+        error=VALUE,
+    ),
+    ev("agent:start"),
+    ev("agent:complete"),
+    ev("agent:error", error=VALUE),
+    ev("node:start", nodeId=TEXT),
+    ev("node:complete", nodeId=TEXT, output=VALUE),
+    ev("node:error", error=TEXT),
+    ev("flow:start", flowName=TEXT),
+    ev("flow:status", status=TEXT),
+    ev("flow:complete"),
+    ev("flow:error", error=TEXT),
+    ev("recording:linked"),
+    ev("mystery:event"),
+]
+DELTA = st.fixed_dictionaries(
+    {},
+    optional={
+        "content": st.one_of(TEXT, JUNK),
+        "reasoning_content": TEXT,
+        "refusal": TEXT,
+        "tool_calls": st.lists(
+            st.fixed_dictionaries(
+                {"index": st.integers(0, 2)},
+                optional={
+                    "id": CALL,
+                    "function": st.fixed_dictionaries(
+                        {},
+                        optional={
+                            "name": st.sampled_from(["f", "g"]),
+                            "arguments": st.sampled_from(["{", "}", '"a":1']),
+                        },
+                    ),
+                },
+            ),
+            max_size=2,
+        ),
+    },
+)
+OPENAI = [
+    st.fixed_dictionaries(
+        {
+            "object": st.just("chat.completion.chunk"),
+            "choices": st.lists(
+                st.fixed_dictionaries(
+                    {"index": st.sampled_from([0, 0, 1]), "delta": DELTA},
+                    optional={
+                        "finish_reason": st.sampled_from(
+                            ["stop", "tool_calls", "length", None, "x"]
+                        )
+                    },
+                ),
+                max_size=2,
+            ),
+        },
+        optional={"usage": st.just({"total_tokens": 3}), "model": TEXT},
+    ),
+    st.fixed_dictionaries({"error": st.one_of(VALUE, st.just({"message": "boom"}))}),
+    st.just({"object": "chat.completion.chunk", "choices": "bad"}),
+]
+DIALECT_EVENTS = {"agent-ops-v2": AGENT_OPS, "open-harness": HARNESS, "openai-chat": OPENAI}
+CLOSE = st.sampled_from(list(CloseReason))
+
+
+def events_for(dialect: str) -> st.SearchStrategy[list[Any]]:
+    return st.lists(st.one_of(*DIALECT_EVENTS[dialect], GARBAGE), max_size=30)
+
+
+def run(dialect: str, events: list[Any], target: int, reason: CloseReason) -> list[dict]:
+    out, translator = translate(dialect, events, target=target, close=False)
+    out += translator.close(reason)
+    return out
+
+
+@pytest.mark.parametrize("dialect", sorted(DIALECT_EVENTS))
+def test_any_event_sequence_validates_for_5_6_7(dialect: str) -> None:
+    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(events_for(dialect), st.sampled_from([5, 6, 7]), CLOSE)
+    def check(events: list[Any], target: int, reason: CloseReason) -> None:
+        out = run(dialect, events, target, reason)
+        assert_valid_for(to_sse(out), *range(target, 8))
+        assert types(out).count("start") == 1 and out[-1]["type"] == "finish"
+
+    check()
+
+
+@pytest.mark.parametrize("dialect", sorted(DIALECT_EVENTS))
+def test_sampled_sequences_accepted_by_real_clients(dialect: str, real_clients) -> None:
+    bodies: list[bytes] = []
+
+    @settings(
+        max_examples=20, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+    )
+    @given(events_for(dialect), CLOSE)
+    def collect(events: list[Any], reason: CloseReason) -> None:
+        bodies.append(to_sse(run(dialect, events, 5, reason)))
+
+    collect()
+    for body, verdicts in zip(bodies, real_clients.check_many(bodies), strict=True):
+        for major, verdict in verdicts.items():
+            assert verdict.ok, (dialect, major, verdict.fatal, body.decode()[:2000])

@@ -46,3 +46,15 @@ def test_every_golden_and_target_replay_is_accepted_by_real_clients(real_clients
         for major in wanted:
             verdict = per_major[major]
             assert verdict.ok, (name, major, verdict.fatal)
+
+
+@pytest.mark.parametrize(("dialect", "recording"), RECORDINGS, ids=IDS)
+def test_encode_frame_hot_path_gives_the_same_bytes(dialect: str, recording: Path) -> None:
+    from gateway.dialects import create_translator
+    from translators.sse_codec import encode_chunks
+
+    general, fused = create_translator(dialect), create_translator(dialect)
+    for line in recording.read_text().split("\n"):
+        if line.strip():
+            assert fused.encode_frame(line) == encode_chunks(general.feed_frame(line)), line[:80]
+    assert fused.encode_frame(b'"x"') == encode_chunks(general.feed_frame(b'"x"'))

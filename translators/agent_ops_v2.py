@@ -80,6 +80,16 @@ class AgentOpsV2Translator(Translator):
         self._text_since_tool = True
         return self.text_delta(delta)
 
+    def fast_text_delta(self, event: dict[str, Any]) -> str | None:
+        if event.get("type") != "message.part.text-delta":
+            return None
+        delta = event.get("delta")
+        if type(delta) is not str or not delta:
+            return None
+        self._turn_text.append(delta)
+        self._text_since_tool = True
+        return delta
+
     def _on_legacy_chunk(self, event: dict[str, Any]) -> list[Chunk]:
         return self._on_text_delta({"delta": require_str(event, "content")})
 

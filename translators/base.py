@@ -35,6 +35,7 @@ import orjson
 from protocol_specs.ui_message_stream import DATA_PREFIX, DEFAULT_TARGET
 from translators.gating import ConversionHook
 from translators.guard import CloseReason, RepairHook, StreamGuard
+from translators.sse_codec import encode_chunk, encode_chunks
 
 __all__ = [
     "Chunk",
@@ -105,6 +106,8 @@ def close_request(
 
 
 _NOT_JSON = object()
+_loads = orjson.loads
+_dumps = orjson.dumps
 
 
 def _loads_lenient(frame: str | bytes) -> Any:
@@ -170,19 +173,22 @@ class Translator:
             on_repair=options.on_repair,
             on_conversion=options.on_conversion,
         )
-        #: ``unknown-event:<type>``, ``dropped-unknown-event``, ``malformed-event``, ``events``…
+        #: ``unknown-event:<type>``, ``dropped-unknown-event``, ``malformed-event``…
         self.stats: Counter[str] = Counter()
+        #: Upstream events fed (a plain int: this is counted on the hot path).
+        self.events = 0
         self._handlers: dict[str, Callable[[dict[str, Any]], list[Chunk]]] = {
             event_type: getattr(self, name) for event_type, name in self.HANDLERS.items()
         }
         #: What ``close`` uses when the upstream ends after the dialect saw its own ending.
         self.pending_close: Chunk | None = None
-        #: Open text / reasoning part ids (one of each at a time) and the text streamed into
-        #: them, so a dialect's "complete text" events can be compared and never appended twice.
+        #: Open text / reasoning part ids (one of each at a time).
         self._text_id: str | None = None
         self._reasoning_id: str | None = None
-        self._text_parts: list[str] = []
-        self._reasoning_parts: list[str] = []
+        #: The guard's open text ids (the same dict object for the guard's whole life).
+        self._guard_open_text = self.guard.model.open_text
+        #: Bytes of a ``text-delta`` event for the open text part up to its delta (hot path).
+        self._delta_prefix = b""
 
     # -- the calling contract ------------------------------------------------------------------
 
@@ -203,9 +209,38 @@ class Translator:
                 return self._malformed(f"not JSON ({exc.msg})", frame)
         return self.feed(event)
 
+    def encode_frame(self, frame: str | bytes) -> bytes:
+        """One raw frame straight to SSE bytes: ``encode_chunks(self.feed_frame(frame))``.
+
+        The hot path: a plain text delta for the part that is already open (the guard agreeing
+        that it is open inside a step) skips the chunk dict and the generic encoder and writes
+        the pre-built event prefix plus the JSON-encoded delta. The bytes are identical to the
+        general path's; everything else takes the general path. Never raises.
+        """
+        try:
+            event = _loads(frame)
+        except orjson.JSONDecodeError:
+            return encode_chunks(self.feed_frame(frame))
+        text_id = self._text_id
+        if text_id in self._guard_open_text and self.guard._in_step and type(event) is dict:
+            delta = self.fast_text_delta(event)
+            if delta is not None:
+                self.events += 1
+                try:
+                    return self._delta_prefix + _dumps(delta) + b"}\n\n"
+                except orjson.JSONEncodeError:
+                    return encode_chunk({"type": "text-delta", "id": text_id, "delta": delta})
+        return encode_chunks(self.feed(event))
+
+    def fast_text_delta(self, event: dict[str, Any]) -> str | None:
+        """The text of ``event`` if it is a plain, non-empty text delta (doing the dialect's own
+        bookkeeping for it), else ``None``. Dialects override this to use :meth:`encode_frame`'s
+        hot path; the default always takes the general path."""
+        return None
+
     def feed(self, event: Any) -> list[Chunk]:
         """One parsed upstream event. Never raises."""
-        self.stats["events"] += 1
+        self.events += 1
         if self.guard.finished:
             self.stats["after-done"] += 1
             return []
@@ -305,11 +340,12 @@ class Translator:
         """Text into the open text part (opening one, and closing reasoning, when needed)."""
         text_id = self._text_id
         if text_id is not None:
-            self._text_parts.append(delta)
             return [{"type": "text-delta", "id": text_id, "delta": delta}]
         out = self.end_reasoning()
         self._text_id = text_id = self.ids("text")
-        self._text_parts = [delta]
+        self._delta_prefix = (
+            b'data: {"type":"text-delta","id":' + orjson.dumps(text_id) + b',"delta":'
+        )
         out.append({"type": "text-start", "id": text_id})
         out.append({"type": "text-delta", "id": text_id, "delta": delta})
         return out
@@ -318,23 +354,12 @@ class Translator:
         """Reasoning into the open reasoning part (closing text first, when open)."""
         reasoning_id = self._reasoning_id
         if reasoning_id is not None:
-            self._reasoning_parts.append(delta)
             return [{"type": "reasoning-delta", "id": reasoning_id, "delta": delta}]
         out = self.end_text()
         self._reasoning_id = reasoning_id = self.ids("reasoning")
-        self._reasoning_parts = [delta]
         out.append({"type": "reasoning-start", "id": reasoning_id})
         out.append({"type": "reasoning-delta", "id": reasoning_id, "delta": delta})
         return out
-
-    @property
-    def open_text(self) -> str | None:
-        """Text streamed into the open text part, or ``None`` when none is open."""
-        return "".join(self._text_parts) if self._text_id is not None else None
-
-    @property
-    def open_reasoning(self) -> str | None:
-        return "".join(self._reasoning_parts) if self._reasoning_id is not None else None
 
     def end_text(self) -> list[Chunk]:
         if self._text_id is None:

@@ -83,6 +83,15 @@ class OpenHarnessTranslator(Translator):
         self._text_streamed = True
         return self.text_delta(delta)
 
+    def fast_text_delta(self, event: dict[str, Any]) -> str | None:
+        if event.get("type") != "agent:text:delta":
+            return None
+        delta = event.get("delta", event.get("content"))
+        if type(delta) is not str or not delta:
+            return None
+        self._text_streamed = True
+        return delta
+
     def _on_thinking_delta(self, event: dict[str, Any]) -> list[Chunk]:
         delta = _delta_text(event)
         if not delta:

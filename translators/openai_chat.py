@@ -58,6 +58,23 @@ class OpenAIChatTranslator(Translator):
             return _CHUNK
         return kind if isinstance(kind, str) else None
 
+    def fast_text_delta(self, event: dict[str, Any]) -> str | None:
+        choices = event.get("choices")
+        if type(choices) is not list or len(choices) != 1 or self._finish_reason is not None:
+            return None
+        choice = choices[0]
+        if type(choice) is not dict or choice.get("finish_reason") is not None:
+            return None
+        delta = choice.get("delta")
+        if type(delta) is not dict or choice.get("index", 0) != 0 or event.get("usage"):
+            return None
+        content = delta.get("content")
+        if type(content) is not str or not content or len(delta) != 1 + ("role" in delta):
+            return None
+        if event.get("object", "chat.completion.chunk") != "chat.completion.chunk":
+            return None
+        return content
+
     def feed_terminal_frame(self, frame: str) -> list[Chunk]:
         return self.close(CloseReason.COMPLETED)
 

@@ -45,7 +45,9 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal, NotRequired, TypedDict
 
-__all__ = ["FINISH_REASONS", "TERMINAL_FRAME", "usage_metadata"]
+import orjson
+
+__all__ = ["FINISH_REASONS", "TERMINAL_FRAME", "messages_from_ui", "usage_metadata"]
 
 
 class FunctionDelta(TypedDict, total=False):
@@ -110,4 +112,76 @@ def usage_metadata(usage: dict[str, Any]) -> dict[str, Any]:
     prompt_details = usage.get("prompt_tokens_details")
     if isinstance(prompt_details, dict) and isinstance(prompt_details.get("cached_tokens"), int):
         out["cachedTokens"] = prompt_details["cached_tokens"]
+    return out
+
+
+def _content(parts: list[Any]) -> str | list[dict[str, Any]]:
+    """A user message's text and files as OpenAI content (a string when it is only text)."""
+    items: list[dict[str, Any]] = []
+    for part in parts:
+        kind = getattr(part, "type", None)
+        if kind == "text":
+            items.append({"type": "text", "text": part.text})
+        elif kind == "file" and part.mediaType.startswith("image/"):
+            items.append({"type": "image_url", "image_url": {"url": part.url}})
+        elif kind == "file":
+            items.append(
+                {
+                    "type": "file",
+                    "file": {"file_data": part.url, "filename": part.filename or "file"},
+                }
+            )
+    if all(item["type"] == "text" for item in items):
+        return "\n\n".join(item["text"] for item in items)
+    return items
+
+
+def messages_from_ui(messages: list[Any]) -> list[dict[str, Any]]:
+    """UIMessage history (``protocol_specs.chat_request.UIMessage``) → chat-completions messages.
+
+    Text and files of user and system messages; an assistant message becomes its text plus one
+    ``tool_calls`` entry per tool part with input, followed by ``tool`` messages for the parts
+    that have an output (or an error). Reasoning, sources and data parts are not sent back.
+    """
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role != "assistant":
+            out.append({"role": message.role, "content": _content(message.parts)})
+            continue
+        text = "".join(p.text for p in message.parts if getattr(p, "type", None) == "text")
+        calls, results = [], []
+        for part in message.parts:
+            if not hasattr(part, "toolCallId") or part.state == "input-streaming":
+                continue
+            calls.append(
+                {
+                    "id": part.toolCallId,
+                    "type": "function",
+                    "function": {
+                        "name": part.tool_name,
+                        "arguments": orjson.dumps(part.input or {}).decode(),
+                    },
+                }
+            )
+            if part.state == "output-available":
+                results.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": part.toolCallId,
+                        "content": orjson.dumps(part.output).decode(),
+                    }
+                )
+            elif part.state in ("output-error", "output-denied"):
+                results.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": part.toolCallId,
+                        "content": part.errorText or "The tool call was not run.",
+                    }
+                )
+        entry: dict[str, Any] = {"role": "assistant", "content": text or None}
+        if calls:
+            entry["tool_calls"] = calls
+        out.append(entry)
+        out.extend(results)
     return out

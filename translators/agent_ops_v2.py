@@ -67,6 +67,11 @@ class AgentOpsV2Translator(Translator):
             for k in ("turnId", "channelType", "channelId")
             if isinstance(event.get(k), str)
         }
+        if self.guard.started:  # e.g. an agentStatus came first: the metadata is what is left
+            head: list[Chunk] = (
+                [{"type": "message-metadata", "messageMetadata": metadata}] if metadata else []
+            )
+            return [*head, {"type": "start-step"}]
         start: Chunk = {"type": "start"}
         if metadata:
             start["messageMetadata"] = metadata

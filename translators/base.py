@@ -83,6 +83,8 @@ class TranslatorOptions:
     #: Send tool parts as ``dynamic-tool`` (tools the app does not define) instead of
     #: ``tool-<name>``.
     dynamic_tools: bool = False
+    #: Replace upstream error texts by generic ones in ``error`` chunks (they can leak internals).
+    mask_errors: bool = False
     on_repair: RepairHook | None = None
     on_conversion: ConversionHook | None = None
     #: Dialect-specific settings (documented in each dialect's spec module).
@@ -172,6 +174,7 @@ class Translator:
             message_id=options.message_id,
             on_repair=options.on_repair,
             on_conversion=options.on_conversion,
+            mask_errors=options.mask_errors,
         )
         #: ``unknown-event:<type>``, ``dropped-unknown-event``, ``malformed-event``…
         self.stats: Counter[str] = Counter()

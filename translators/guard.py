@@ -134,8 +134,11 @@ class StreamGuard:
         message_id: str | None = None,
         on_repair: RepairHook | None = None,
         on_conversion: ConversionHook | None = None,
+        mask_errors: bool = False,
     ) -> None:
         self.target = target
+        #: Send the generic text of the close reason instead of the upstream's error text.
+        self.mask_errors = mask_errors
         #: Forced ``start.messageId`` (the assistant message being continued), if any.
         self.message_id = message_id
         self.gate = Gate(target, on_conversion)
@@ -149,6 +152,11 @@ class StreamGuard:
         #: The reason ``finish`` carried, for logs and tests.
         self.finish_reason: str | None = None
         self.error_text: str | None = None
+
+    @property
+    def started(self) -> bool:
+        """``start`` was emitted (a later ``start`` only adds metadata)."""
+        return self._phase is not _Phase.NEW
 
     @property
     def finished(self) -> bool:
@@ -375,7 +383,8 @@ class StreamGuard:
         self._close_parts(out)
         self._settle_tools(out, outcome)
         if outcome.is_error:
-            self.error_text = error_text if error_text is not None else outcome.error_text
+            use_given = error_text is not None and not self.mask_errors
+            self.error_text = error_text if use_given else outcome.error_text
             self._apply({"type": "error", "errorText": self.error_text}, out)
         if self._in_step:
             self._apply({"type": "finish-step"}, out)

@@ -1,0 +1,29 @@
+"""Demo-mode routes: the chat page at ``/`` and the demo upstream's event log for it."""
+
+from __future__ import annotations
+
+from importlib.resources import files
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Route
+
+from gateway.upstreams import DemoUpstream
+
+__all__ = ["demo_routes"]
+
+
+def demo_routes(upstream: DemoUpstream) -> list[Route]:
+    page = files("gateway").joinpath("static/demo.html").read_text(encoding="utf-8")
+
+    async def index(request: Request) -> Response:
+        return HTMLResponse(page)
+
+    async def upstream_events(request: Request) -> Response:
+        session = request.path_params["session_id"]
+        return JSONResponse(list(upstream.sent.get(session, ())))
+
+    return [
+        Route("/", index, methods=["GET"]),
+        Route("/demo/upstream-events/{session_id:str}", upstream_events, methods=["GET"]),
+    ]

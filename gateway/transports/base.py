@@ -1,0 +1,59 @@
+"""The transport seam (httpx's ``AsyncBaseTransport`` idea): one protocol, thin implementations.
+
+An :class:`Upstream` is an open connection to one upstream turn: ``send`` a frame, iterate the
+frames it sends (raw text; iteration ends when it closes normally), ``aclose`` it. Foreign errors
+become :mod:`gateway.errors` classes here and nowhere else (:func:`map_upstream_errors`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Iterator
+from typing import Any, Protocol
+
+import httpx
+import websockets.exceptions as wse
+
+from gateway.errors import (
+    UpstreamAuthRejected,
+    UpstreamClosed,
+    UpstreamError,
+    UpstreamTimeout,
+    UpstreamUnavailable,
+)
+
+__all__ = ["Upstream", "map_upstream_errors"]
+
+
+class Upstream(Protocol):
+    async def send(self, frame: dict[str, Any]) -> None: ...
+
+    def frames(self) -> AsyncIterator[str | bytes]: ...
+
+    async def aclose(self, *, abort_frame: dict[str, Any] | None = None) -> None: ...
+
+
+@contextlib.contextmanager
+def map_upstream_errors(phase: str) -> Iterator[None]:
+    """Map transport exceptions to :class:`UpstreamError` subclasses; ``phase`` goes to the log."""
+    try:
+        yield
+    except UpstreamError:
+        raise
+    except TimeoutError as exc:
+        raise UpstreamTimeout(detail=f"{phase}: timed out") from exc
+    except wse.InvalidStatus as exc:
+        status = exc.response.status_code
+        if status in (401, 403):
+            raise UpstreamAuthRejected(status, detail=f"{phase}: handshake {status}") from exc
+        raise UpstreamUnavailable(detail=f"{phase}: handshake rejected with {status}") from exc
+    except wse.ConnectionClosed as exc:
+        raise UpstreamClosed(detail=f"{phase}: {exc}") from exc
+    except (wse.InvalidHandshake, wse.InvalidURI) as exc:
+        raise UpstreamUnavailable(detail=f"{phase}: {exc}") from exc
+    except httpx.TimeoutException as exc:
+        raise UpstreamTimeout(detail=f"{phase}: {type(exc).__name__}") from exc
+    except httpx.HTTPError as exc:
+        raise UpstreamUnavailable(detail=f"{phase}: {type(exc).__name__}: {exc}") from exc
+    except OSError as exc:
+        raise UpstreamUnavailable(detail=f"{phase}: {exc.strerror or exc}") from exc

@@ -1,0 +1,206 @@
+"""Real servers for gateway tests: a scriptable websockets upstream and an in-process uvicorn
+gateway, both on 127.0.0.1 with ephemeral ports. No mocks of either."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import defaultdict
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import httpx
+import orjson
+import uvicorn
+from websockets.asyncio.server import ServerConnection, serve
+from websockets.datastructures import Headers
+from websockets.http11 import Request, Response
+
+from gateway.app import create_app
+from gateway.config import GatewayConfig
+
+Script = Callable[[ServerConnection, "ScriptedUpstream", str], Awaitable[None]]
+
+
+def user_body(text: str = "hello", **extra: Any) -> dict[str, Any]:
+    return {
+        "id": "chat1",
+        "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": text}]}],
+        "trigger": "submit-message",
+        **extra,
+    }
+
+
+class ScriptedUpstream:
+    """A WebSocket upstream whose behaviour per session id is a script (coroutine)."""
+
+    def __init__(self) -> None:
+        self.scripts: dict[str, Script] = {}
+        self.received: dict[str, list[Any]] = defaultdict(list)
+        self.received_at: dict[str, list[tuple[float, Any]]] = defaultdict(list)
+        self.handshake_headers: dict[str, Headers] = {}
+        self.sent: dict[str, int] = defaultdict(int)
+        self.closed: dict[str, asyncio.Event] = defaultdict(asyncio.Event)
+        self.reject: dict[str, int] = {}
+        self.open_connections = 0
+        self.server: Any = None
+
+    @property
+    def url(self) -> str:
+        port = self.server.sockets[0].getsockname()[1]
+        return f"ws://127.0.0.1:{port}/sessions/{{session_id}}/ws"
+
+    async def __aenter__(self) -> ScriptedUpstream:
+        self.server = await serve(
+            self._handle,
+            "127.0.0.1",
+            0,
+            compression=None,
+            process_request=self._process_request,
+            max_queue=4,
+        )
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.server.close()
+        await self.server.wait_closed()
+
+    def _session(self, path: str) -> str:
+        return path.split("/")[2] if path.count("/") >= 3 else ""
+
+    def _process_request(self, connection: ServerConnection, request: Request) -> Response | None:
+        session = self._session(request.path)
+        self.handshake_headers[session] = request.headers
+        status = self.reject.get(session)
+        if status is not None:
+            return connection.respond(status, "rejected\n")
+        return None
+
+    async def _handle(self, ws: ServerConnection) -> None:
+        session = self._session(ws.request.path)
+        self.open_connections += 1
+        try:
+            first = await ws.recv()
+            self._record(session, first)
+            script = self.scripts.get(session) or self.scripts.get("*")
+            if script is None:
+                return
+            listener = asyncio.create_task(self._listen(ws, session))
+            try:
+                await script(ws, self, session)
+            finally:
+                with contextlib.suppress(asyncio.TimeoutError, Exception):
+                    await asyncio.wait_for(listener, 2)
+        except Exception:
+            pass
+        finally:
+            self.open_connections -= 1
+            self.closed[session].set()
+
+    def _record(self, session: str, message: Any) -> None:
+        frame = orjson.loads(message)
+        self.received[session].append(frame)
+        self.received_at[session].append((asyncio.get_running_loop().time(), frame))
+
+    async def _listen(self, ws: ServerConnection, session: str) -> None:
+        with contextlib.suppress(Exception):
+            async for message in ws:
+                self._record(session, message)
+
+    async def send(self, ws: ServerConnection, session: str, event: Any) -> None:
+        await ws.send(event if isinstance(event, str) else orjson.dumps(event).decode())
+        self.sent[session] += 1
+
+    def aborted(self, session: str) -> bool:
+        return any(f.get("type") == "abort" for f in self.received[session])
+
+
+def events(*items: Any, close: bool = True) -> Script:
+    """A script that sends ``items`` in order, then closes normally (or keeps the socket)."""
+
+    async def script(ws: ServerConnection, up: ScriptedUpstream, session: str) -> None:
+        for item in items:
+            if isinstance(item, (int, float)):
+                await asyncio.sleep(item)
+            else:
+                await up.send(ws, session, item)
+        if close:
+            await ws.close()
+        else:
+            await ws.wait_closed()
+
+    return script
+
+
+def agent_ops_turn(text: str = "Hello there") -> list[Any]:
+    turn = "t1"
+    return [
+        {"type": "message.create", "turnId": turn},
+        *[
+            {"type": "message.part.text-delta", "turnId": turn, "delta": w + " "}
+            for w in text.split()
+        ],
+        {
+            "type": "message.part.tool-update",
+            "turnId": turn,
+            "callId": "c1",
+            "toolName": "search",
+            "status": "running",
+            "args": {"q": "x"},
+        },
+        {
+            "type": "message.part.tool-update",
+            "turnId": turn,
+            "callId": "c1",
+            "toolName": "search",
+            "status": "completed",
+            "result": {"n": 1},
+        },
+        {"type": "message.finalize", "turnId": turn, "reason": "end_turn"},
+        {"type": "complete"},
+    ]
+
+
+@contextlib.asynccontextmanager
+async def uvicorn_server(app: Any) -> AsyncIterator[str]:
+    """Serve ``app`` with uvicorn on 127.0.0.1:<ephemeral> in this loop; yield its base URL."""
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app, host="127.0.0.1", port=0, log_level="error", lifespan="on", access_log=False
+        )
+    )
+    task = asyncio.create_task(server.serve())
+    for _ in range(1000):  # bounded: 10 s
+        if server.started or task.done():
+            break
+        await asyncio.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, 15)
+
+
+@contextlib.asynccontextmanager
+async def running_gateway(**settings: Any) -> AsyncIterator[tuple[str, Any]]:
+    """Start the real app under uvicorn on 127.0.0.1:<ephemeral>; yield (base URL, app)."""
+    app = create_app(GatewayConfig(**settings))
+    async with uvicorn_server(app) as base:
+        yield base, app
+
+
+async def post(
+    base: str,
+    session: str,
+    body: Any = None,
+    *,
+    headers: dict[str, str] | None = None,
+    content: bytes | None = None,
+    read_timeout: float = 20,
+) -> httpx.Response:
+    """POST and read the whole response."""
+    hdrs = {"content-type": "application/json", **(headers or {})}
+    data = content if content is not None else orjson.dumps(body or user_body())
+    async with httpx.AsyncClient(timeout=read_timeout, trust_env=False) as client:
+        return await client.post(f"{base}/api/sessions/{session}/chat", content=data, headers=hdrs)

@@ -1,0 +1,229 @@
+"""The CLI as users run it: serve in front of mock-upstream, demo, record, SIGTERM drain."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import orjson
+import pytest
+
+from gateway.replay import replay_file
+from tests.gateway_harness import user_body
+from tests.helpers import decode_sse, types
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "fixtures"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def process(
+    *args: str,
+    ready_url: str | None = None,
+    ready_line: str | None = None,
+    env: dict[str, str] | None = None,
+) -> Iterator[subprocess.Popen[str]]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gateway", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, **(env or {})},
+        cwd=ROOT,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise RuntimeError(f"{args[0]} exited: {proc.stdout.read() if proc.stdout else ''}")
+            if ready_line is not None:
+                line = proc.stdout.readline() if proc.stdout else ""
+                if ready_line in line:
+                    break
+                continue
+            try:
+                if httpx.get(ready_url, timeout=0.5, trust_env=False).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        else:
+            raise RuntimeError(f"{args[0]} did not become ready")
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if proc.stdout:
+            proc.stdout.close()
+
+
+def post_chat(base: str, session: str, body: dict | None = None) -> httpx.Response:
+    return httpx.post(
+        f"{base}/api/sessions/{session}/chat", json=body or user_body(), timeout=30, trust_env=False
+    )
+
+
+@pytest.mark.parametrize("dialect", ["agent-ops-v2", "open-harness", "openai-chat"])
+def test_serve_in_front_of_mock_upstream_matches_replay(dialect: str, real_clients) -> None:
+    recordings = sorted((FIXTURES / dialect).glob("*.jsonl"))
+    up_port, gw_port = free_port(), free_port()
+    with (
+        process(
+            "mock-upstream",
+            "--port",
+            str(up_port),
+            *map(str, recordings),
+            ready_line="mock upstream:",
+        ),
+        process(
+            "serve",
+            "--port",
+            str(gw_port),
+            "--dialect",
+            dialect,
+            "--upstream",
+            f"ws://127.0.0.1:{up_port}/sessions/{{session_id}}/ws",
+            ready_url=f"http://127.0.0.1:{gw_port}/healthz",
+        ),
+    ):
+        bodies = [post_chat(f"http://127.0.0.1:{gw_port}", r.stem).content for r in recordings]
+    live = [b.removeprefix(b": stream-open\n\n") for b in bodies]
+    results = real_clients.check_many(live + [replay_file(dialect, r) for r in recordings])
+    for index, recording in enumerate(recordings):
+        over_the_wire, replayed = results[index], results[len(recordings) + index]
+        for major in (5, 6, 7):
+            assert over_the_wire[major].ok, (recording.stem, major, over_the_wire[major].fatal)
+            a, b = over_the_wire[major].message, replayed[major].message
+            # same parts as the offline replay (message ids differ: the gateway makes fresh ones)
+            assert a["parts"] == b["parts"], recording.stem
+            assert over_the_wire[major].finish_reason == replayed[major].finish_reason
+
+
+def test_sigterm_drains_open_streams_with_a_valid_ending(tmp_path: Path) -> None:
+    slow = tmp_path / "slow.jsonl"
+    lines = [{"type": "message.create", "turnId": "t"}] + [
+        {"type": "message.part.text-delta", "turnId": "t", "delta": f"w{i} "} for i in range(400)
+    ]
+    slow.write_text("\n".join(orjson.dumps(x).decode() for x in lines) + "\n")
+    (tmp_path / "slow.jsonl.timing").write_text("\n".join(str(i * 50) for i in range(401)))
+    up_port, gw_port = free_port(), free_port()
+    with (
+        process(
+            "mock-upstream",
+            "--port",
+            str(up_port),
+            "--timing",
+            "recorded",
+            str(slow),
+            ready_line="mock upstream:",
+        ),
+        process(
+            "serve",
+            "--port",
+            str(gw_port),
+            "--drain-timeout",
+            "5",
+            "--upstream",
+            f"ws://127.0.0.1:{up_port}/sessions/{{session_id}}/ws",
+            ready_url=f"http://127.0.0.1:{gw_port}/healthz",
+        ) as gateway,
+    ):
+        body = b""
+        with httpx.stream(
+            "POST",
+            f"http://127.0.0.1:{gw_port}/api/sessions/s/chat",
+            json=user_body(),
+            timeout=30,
+            trust_env=False,
+        ) as response:
+            for part in response.iter_bytes():
+                body += part
+                if b"w3 " in body and gateway.poll() is None:
+                    gateway.send_signal(signal.SIGTERM)
+        # uvicorn re-raises the signal after its graceful shutdown: -SIGTERM is a clean exit
+        assert gateway.wait(15) in (0, -signal.SIGTERM)
+    chunks = decode_sse(body)
+    assert types(chunks)[-4:] == ["text-end", "error", "finish-step", "finish"]
+    assert chunks[-2 - 1]["errorText"] == "The server is restarting; please try again."
+    assert body.endswith(b"data: [DONE]\n\n")
+
+
+def test_demo_serves_the_page_and_a_stream_every_client_accepts(real_clients) -> None:
+    port = free_port()
+    with process("demo", "--port", str(port), ready_url=f"http://127.0.0.1:{port}/healthz"):
+        base = f"http://127.0.0.1:{port}"
+        page = httpx.get(base + "/", trust_env=False)
+        response = post_chat(base, "any-session-id", user_body("Tell me"))
+        events = httpx.get(f"{base}/demo/upstream-events/any-session-id", trust_env=False).json()
+    assert page.status_code == 200 and "Upstream events" in page.text
+    assert any(e.get("type") == "message.finalize" for e in events)
+    for major, verdict in real_clients.check(response.content).items():
+        assert verdict.ok, (major, verdict.fatal)
+        assert "Tell me" in verdict.text()
+        (tool,) = verdict.parts("tool-search_docs")
+        assert tool["state"] == "output-available" and tool["providerExecuted"] is True
+        assert verdict.finish_reason == "stop"
+
+
+def test_record_writes_frames_that_replay(tmp_path: Path) -> None:
+    source = FIXTURES / "agent-ops-v2" / "tool-lifecycle.jsonl"
+    port = free_port()
+    out = tmp_path / "rec.jsonl"
+    with process("mock-upstream", "--port", str(port), str(source), ready_line="mock upstream:"):
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "gateway",
+                "record",
+                "--dialect",
+                "agent-ops-v2",
+                "--upstream",
+                f"ws://127.0.0.1:{port}/sessions/{{session_id}}/ws",
+                "--prompt",
+                "list files",
+                "-o",
+                str(out),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            cwd=ROOT,
+        )
+    assert proc.returncode == 0, proc.stderr
+    recorded = [orjson.loads(x) for x in out.read_text().splitlines()]
+    original = [orjson.loads(x) for x in source.read_text().splitlines() if x.strip()]
+    assert recorded == original[: len(recorded)] and len(recorded) >= len(original) - 1
+    assert len((tmp_path / "rec.jsonl.timing").read_text().split()) == len(recorded)
+    assert replay_file("agent-ops-v2", out) == replay_file("agent-ops-v2", source)
+
+
+def test_serve_reports_configuration_errors(tmp_path: Path) -> None:
+    bad = tmp_path / "c.toml"
+    bad.write_text('upstream = "ws://x/no-placeholder"\n')
+    proc = subprocess.run(
+        [sys.executable, "-m", "gateway", "serve", "--config", str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 2 and "{session_id}" in proc.stderr

@@ -1,13 +1,16 @@
-# chunkbridge: every target works on a fresh machine with Python 3.11+, Node 20+ and npm.
+# chunkbridge: every target works on a fresh machine with Python 3.11+, Node 20+ and npm
+# (the browser test also needs Debian's chromium: `apt-get install chromium`; .ci/run does it).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 CONFORMANCE := tests/conformance
+EXAMPLE := examples/react-usechat
+NPM_CI := npm ci --no-audit --no-fund --loglevel=error
 
-.PHONY: install test demo lint bench-micro e2e clean
+.PHONY: install test e2e demo lint bench bench-micro clean
 
 # Re-runs cheaply: pip and npm are skipped when their inputs did not change.
-install: $(VENV)/.installed $(CONFORMANCE)/node_modules/.installed
+install: $(VENV)/.installed $(CONFORMANCE)/node_modules/.installed $(EXAMPLE)/node_modules/.installed
 
 $(VENV)/.installed: pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -16,13 +19,22 @@ $(VENV)/.installed: pyproject.toml
 	@touch $@
 
 $(CONFORMANCE)/node_modules/.installed: $(CONFORMANCE)/package.json $(CONFORMANCE)/package-lock.json
-	cd $(CONFORMANCE) && npm ci --no-audit --no-fund --loglevel=error
+	cd $(CONFORMANCE) && $(NPM_CI)
 	@touch $@
 
+$(EXAMPLE)/node_modules/.installed: $(EXAMPLE)/package.json $(EXAMPLE)/package-lock.json
+	cd $(EXAMPLE) && $(NPM_CI)
+	@touch $@
+
+# The whole suite: lint, unit, property, real-client conformance, gateway, soak and browser tests.
 test: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest
+
+# Only the browser end-to-end test (builds the React app for AI SDK 5 and 7, drives Chromium).
+e2e: install
+	$(BIN)/python -m pytest -m e2e -s
 
 demo: install
 	$(BIN)/chunkbridge demo
@@ -30,8 +42,9 @@ demo: install
 lint: install
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 
+# Pipeline micro-benchmark (no I/O); the end-to-end comparison is bench/run_gateway_bench.sh.
 bench-micro: install
 	$(BIN)/python bench/pipeline.py
 
 clean:
-	rm -rf $(VENV) $(CONFORMANCE)/node_modules
+	rm -rf $(VENV) $(CONFORMANCE)/node_modules $(EXAMPLE)/node_modules $(EXAMPLE)/dist e2e-artifacts

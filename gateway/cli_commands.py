@@ -206,6 +206,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         dialect="agent-ops-v2",
         log_format="console",
         target=args.target,
+        cors_origins=args.cors_origins or [],
     )
 
     async def start_upstream(state) -> None:
@@ -305,6 +306,7 @@ def register_servers(
     demo = sub.add_parser("demo", help="the gateway with a built-in demo upstream and a chat page")
     demo.add_argument("--host", default="127.0.0.1")
     demo.add_argument("--port", type=int, default=8000)
+    demo.add_argument("--cors-origins", nargs="*", help="browser origins allowed to call it")
     add_target(demo)
     demo.set_defaults(func=cmd_demo)
 

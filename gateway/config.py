@@ -140,6 +140,15 @@ def load_config(toml_path: Path | None = None, **flags: Any) -> GatewayConfig:
             raise ConfigError(f"cannot read config file {toml_path}: {exc}") from exc
         file_values = {k.replace("-", "_"): v for k, v in file_values.items()}
     explicit = {k: v for k, v in flags.items() if v is not None}
+    # The PaaS convention (and the benchmark harness): a bare PORT is used when nothing else
+    # names the port.
+    if (
+        "port" not in explicit
+        and "CHUNKBRIDGE_PORT" not in os.environ
+        and "port" not in file_values
+    ):
+        if os.environ.get("PORT", "").isdigit():
+            explicit["port"] = int(os.environ["PORT"])
     # Init values beat the environment in pydantic-settings; the file must not, so file values
     # that the environment also sets are left out.
     from_file = {

@@ -21,7 +21,12 @@ def demo_routes(upstream: DemoUpstream) -> list[Route]:
 
     async def upstream_events(request: Request) -> Response:
         session = request.path_params["session_id"]
-        return JSONResponse(list(upstream.sent.get(session, ())))
+        return JSONResponse(
+            {
+                "sent": list(upstream.sent.get(session, ())),
+                "received": list(upstream.received.get(session, ())),
+            }
+        )
 
     return [
         Route("/", index, methods=["GET"]),

@@ -172,7 +172,9 @@ def test_demo_serves_the_page_and_a_stream_every_client_accepts(real_clients) ->
         base = f"http://127.0.0.1:{port}"
         page = httpx.get(base + "/", trust_env=False)
         response = post_chat(base, "any-session-id", user_body("Tell me"))
-        events = httpx.get(f"{base}/demo/upstream-events/any-session-id", trust_env=False).json()
+        log = httpx.get(f"{base}/demo/upstream-events/any-session-id", trust_env=False).json()
+    events = log["sent"]
+    assert log["received"][0]["type"] == "prompt" and log["received"][0]["content"] == "Tell me"
     assert page.status_code == 200 and "Upstream events" in page.text
     assert any(e.get("type") == "message.finalize" for e in events)
     for major, verdict in real_clients.check(response.content).items():

@@ -1,0 +1,104 @@
+// Drives the built useChat app in Debian's headless Chromium (playwright-core, no browser
+// download) against a running chunkbridge gateway, and prints what it observed as JSON.
+// The pytest test (tests/test_e2e_browser.py) starts the servers and asserts on the result.
+//
+//   node e2e/run.mjs '{"appUrl": "...", "api": "...", "build": "ai5", "screenshot": "out.png"}'
+import { chromium } from 'playwright-core';
+
+const config = JSON.parse(process.argv[2]);
+const executablePath = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+const browser = await chromium.launch({
+  executablePath,
+  headless: true,
+  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+});
+const result = { build: config.build };
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function open(session) {
+  const page = await browser.newPage({ viewport: { width: 900, height: 1000 } });
+  page.on('pageerror', (e) => (result.pageErrors ||= []).push(String(e)));
+  const url = `${config.appUrl}?session=${encodeURIComponent(session)}&api=${encodeURIComponent(config.api)}`;
+  await page.goto(url);
+  await page.getByTestId('input').waitFor();
+  return page;
+}
+
+async function send(page, text) {
+  await page.getByTestId('input').fill(text);
+  await page.getByTestId('send').click();
+}
+
+const status = (page) => page.getByTestId('status').textContent();
+const lastAssistantText = (page) => page.evaluate(() => {
+  const all = document.querySelectorAll('[data-testid="message-assistant"]');
+  const last = all[all.length - 1];
+  return last ? [...last.querySelectorAll('[data-testid="text"]')].map((e) => e.textContent).join('') : '';
+});
+
+async function waitReady(page, timeoutMs = 30000) {
+  const deadline = Date.now() + timeoutMs;
+  const lengths = [];
+  for (;;) {
+    lengths.push((await lastAssistantText(page)).length);
+    const s = await status(page);
+    if ((s === 'ready' || s === 'error') && lengths.length > 1) return lengths;
+    if (Date.now() > deadline) throw new Error(`still ${s} after ${timeoutMs} ms`);
+    await sleep(40);
+  }
+}
+
+try {
+  // 1. a full turn: progressive text, the tool part's states, the result
+  const session = `e2e-${config.build}-${Date.now()}`;
+  const page = await open(session);
+  result.sdk = await page.getByTestId('sdk').textContent();
+  await send(page, 'Explain chunkbridge');
+  const lengths = await waitReady(page);
+  result.firstTurn = {
+    distinctLengths: new Set(lengths.filter((n) => n > 0)).size,
+    text: await lastAssistantText(page),
+    toolStates: await page.evaluate(() => window.__toolStates),
+    toolOutput: await page.getByTestId('tool-output').first().textContent(),
+    status: await status(page),
+  };
+  // 2. a second message in the same chat
+  await send(page, 'And a follow-up question');
+  await waitReady(page);
+  result.secondTurn = {
+    users: await page.getByTestId('message-user').count(),
+    assistants: await page.getByTestId('message-assistant').count(),
+    userTexts: await page.getByTestId('message-user').allTextContents(),
+    lastText: await lastAssistantText(page),
+    status: await status(page),
+  };
+  await page.screenshot({ path: config.screenshot, fullPage: true });
+  result.screenshot = config.screenshot;
+
+  // 3. Stop in the middle of a slow answer
+  const stopSession = `e2e-stop-${config.build}-${Date.now()}`;
+  const stopPage = await open(stopSession);
+  await send(stopPage, 'slow answer please');
+  const stopDeadline = Date.now() + 15000;
+  while ((await lastAssistantText(stopPage)).length < 20 && Date.now() < stopDeadline) await sleep(30);
+  await stopPage.getByTestId('stop').click();
+  const stoppedAt = Date.now();
+  while ((await status(stopPage)) !== 'ready' && Date.now() - stoppedAt < 5000) await sleep(30);
+  result.stop = { status: await status(stopPage), readyAfterMs: Date.now() - stoppedAt,
+    textAtStop: (await lastAssistantText(stopPage)).length };
+  await sleep(1500);
+  result.stop.textLater = (await lastAssistantText(stopPage)).length;
+  result.stop.session = stopSession;
+
+  // 4. an upstream error shows the app's error state with the upstream's message
+  const errorPage = await open(`e2e-error-${config.build}-${Date.now()}`);
+  await send(errorPage, 'please fail now');
+  await errorPage.getByTestId('error').waitFor({ timeout: 15000 });
+  result.error = { text: await errorPage.getByTestId('error').textContent(), status: await status(errorPage) };
+} catch (error) {
+  result.failure = String(error && error.stack || error);
+} finally {
+  await browser.close();
+}
+console.log(JSON.stringify(result));

@@ -1,0 +1,130 @@
+"""Proof in a real browser: the React useChat app (AI SDK 5 and 7 builds) against the gateway in
+demo mode, driven in Debian's headless Chromium by playwright-core (examples/react-usechat/e2e)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import require
+from tests.test_gateway_process import free_port, process
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = ROOT / "examples" / "react-usechat"
+ARTIFACTS = ROOT / "e2e-artifacts"
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+
+pytestmark = pytest.mark.e2e
+
+
+def _missing() -> str | None:
+    if not Path(CHROMIUM).exists():
+        return f"{CHROMIUM} not found (apt-get install chromium)"
+    if shutil.which("node") is None:
+        return "node is not on PATH"
+    for package in ("playwright-core", "vite", "ai-sdk-react2", "ai-sdk-react4"):
+        if not (APP / "node_modules" / package / "package.json").exists():
+            return f"examples/react-usechat/node_modules/{package} missing (make install)"
+    return None
+
+
+@pytest.fixture(scope="module")
+def built_app() -> Path:
+    require("browser end-to-end set-up", _missing())
+    build = subprocess.run(
+        ["npm", "run", "build"], cwd=APP, capture_output=True, text=True, timeout=300
+    )
+    assert build.returncode == 0, build.stdout + build.stderr
+    return APP / "dist"
+
+
+@pytest.fixture(scope="module")
+def servers(built_app: Path):
+    static_port, gateway_port = free_port(), free_port()
+    origin = f"http://127.0.0.1:{static_port}"
+    static = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "http.server",
+            str(static_port),
+            "--bind",
+            "127.0.0.1",
+            "--directory",
+            str(built_app),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        with process(
+            "demo",
+            "--port",
+            str(gateway_port),
+            "--cors-origins",
+            origin,
+            ready_url=f"http://127.0.0.1:{gateway_port}/healthz",
+        ):
+            yield origin, f"http://127.0.0.1:{gateway_port}"
+    finally:
+        static.terminate()
+        static.wait(10)
+
+
+@pytest.mark.parametrize("build", ["ai5", "ai7"])
+def test_use_chat_app_in_headless_chromium(build: str, servers) -> None:
+    origin, gateway = servers
+    ARTIFACTS.mkdir(exist_ok=True)
+    screenshot = ARTIFACTS / f"react-usechat-{build}.png"
+    config = {
+        "appUrl": f"{origin}/{build}/index.html",
+        "api": gateway,
+        "build": build,
+        "screenshot": str(screenshot),
+    }
+    run = subprocess.run(
+        ["node", "e2e/run.mjs", json.dumps(config)],
+        cwd=APP,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "CHROMIUM_PATH": CHROMIUM},
+    )
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    assert "failure" not in result, result.get("failure")
+    assert not result.get("pageErrors"), result["pageErrors"]
+    assert result["sdk"] == f"AI SDK {build[-1]}"
+
+    first = result["firstTurn"]
+    assert first["distinctLengths"] >= 10, "the answer must render progressively"
+    assert first["text"].startswith("You said: *Explain chunkbridge*")
+    assert first["text"].endswith("Ask me anything else to see another turn.")
+    (states,) = first["toolStates"].values()
+    assert states[0] in ("input-streaming", "input-available")
+    assert states[-1] == "output-available" and "input-available" in states
+    assert json.loads(first["toolOutput"]) == {"matches": 3, "top": "README.md#usage"}
+
+    second = result["secondTurn"]
+    assert second["users"] == 2 and second["assistants"] == 2
+    assert second["userTexts"] == ["Explain chunkbridge", "And a follow-up question"]
+    assert second["lastText"].startswith("You said: *And a follow-up question*")
+
+    stop = result["stop"]
+    assert stop["status"] == "ready" and stop["readyAfterMs"] < 3000
+    assert stop["textLater"] == stop["textAtStop"], "nothing may arrive after Stop"
+    log = httpx.get(f"{gateway}/demo/upstream-events/{stop['session']}", trust_env=False).json()
+    assert {"type": "abort"} in log["received"], "the upstream must receive the abort frame"
+
+    assert "The demo agent failed on purpose (you asked)." in result["error"]["text"]
+    assert result["error"]["status"] == "error"
+
+    assert screenshot.stat().st_size > 10_000
+    print(f"\nscreenshot of the finished chat ({build}): {screenshot}")

@@ -74,8 +74,6 @@ class GatewayConfig(BaseSettings):
     on_disconnect: Literal["abort", "detach"] = "abort"
     #: Concurrent turns allowed per session id (a further POST gets 409).
     max_turns_per_session: int = Field(1, ge=1)
-    #: Frames that may wait between the upstream reader and the response writer (backpressure).
-    queue_frames: int = Field(256, ge=1)
 
     #: Frame templates overriding the dialect defaults (JSON objects with ``{text}``,
     #: ``{message_id}``, ``{run_id}`` placeholders in string values).

@@ -12,7 +12,7 @@ import orjson
 from gateway.config import load_config
 from gateway.dialects import create_translator
 from gateway.frames import build_frames
-from gateway.transports import open_websocket
+from gateway.transports import UpstreamEnded, open_websocket
 from protocol_specs.chat_request import ChatRequest
 
 __all__ = ["record"]
@@ -60,7 +60,11 @@ async def record(
         await connection.send(frames.prompt)
         try:
             async with asyncio.timeout(max_seconds):
-                async for frame in connection.frames():
+                while True:
+                    try:
+                        frame = await connection.recv()
+                    except UpstreamEnded:
+                        break
                     text = frame if isinstance(frame, str) else frame.decode("utf-8", "replace")
                     lines.write(_one_line(text) + "\n")
                     timing.write(f"{(time.monotonic() - started) * 1000:.1f}\n")

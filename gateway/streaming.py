@@ -1,15 +1,16 @@
 """The SSE response of one chat turn: upstream frames → translator → bytes → client.
 
 A small ASGI callable in the manner of Starlette's ``StreamingResponse`` with its disconnect race:
-one task reads the upstream into a bounded queue, the response loop takes what is queued, runs it
-through the translator's fused hot path and writes it in one ``send`` (coalescing), and a listener
-waits for ``http.disconnect``. Under uvicorn the listener is the only thing that notices a client
-going away; when it does, the loop is cancelled and the ``finally`` aborts the upstream.
+the response loop receives a frame from the upstream, runs it — and every further frame the
+upstream transport already holds — through the translator's fused hot path, and writes the result
+in one ``send`` (coalescing). A listener task waits for ``http.disconnect``; under uvicorn it is
+the only thing that notices a client going away, and when it does the loop is cancelled and the
+``finally`` aborts the upstream.
 
-Backpressure: ``await send`` returns only when the transport can take more; while it waits the
-loop takes nothing from the queue, the reader blocks on the full queue, and the websockets
-client stops reading its socket. Memory per stream stays bounded by the queue and the client's
-own small buffers, however slow the client is.
+Backpressure needs no buffer of ours: the loop receives the next frame only after ``await send``
+returned, and ``send`` returns only when the transport can take more. While it waits, frames
+pile up in the websockets client's small bounded queue, which then stops reading its socket, so
+the upstream is slowed down instead of the gateway buffering the turn.
 
 Every way a turn can end produces a valid ending: the translator (through its guard) closes open
 parts, settles tools, and writes ``error`` (when it is one) and exactly one ``finish``; then
@@ -23,23 +24,20 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from gateway.errors import GatewayError
 from gateway.metrics import Metrics
-from gateway.transports.base import Upstream
+from gateway.transports.base import Upstream, UpstreamEnded
 from protocol_specs.ui_message_stream import RESPONSE_HEADERS
 from translators.base import Translator
 from translators.guard import CloseReason
 from translators.sse_codec import DONE_FRAME, KEEPALIVE_FRAME, STREAM_OPEN_FRAME, encode_chunks
 
-__all__ = ["ChatStream", "StreamOutcome", "StreamSettings", "SHUTDOWN"]
+__all__ = ["ChatStream", "StreamOutcome", "StreamSettings"]
 
-#: Queue items besides frames.
-_EOF = object()
-SHUTDOWN = object()
-#: Frames taken from the queue for one write at most (keeps one write's latency bounded).
+#: Frames coalesced into one write at most (bounds one write's size and latency).
 _MAX_BATCH = 128
 
 
@@ -49,9 +47,7 @@ class StreamSettings:
     idle_timeout: float
     total_timeout: float
     keepalive_interval: float
-    mask_errors: bool
     on_disconnect: str
-    queue_frames: int
 
 
 @dataclass(slots=True)
@@ -64,7 +60,6 @@ class StreamOutcome:
     events_out: int = 0
     first_chunk_at: float | None = None
     error_detail: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class ChatStream:
@@ -89,17 +84,19 @@ class ChatStream:
         self.started = started
         self.on_done = on_done
         self.outcome = StreamOutcome()
-        self.queue: asyncio.Queue[Any] = asyncio.Queue(settings.queue_frames)
+        #: Set by :meth:`shutdown`; the loop then ends the turn with ``CloseReason.SHUTDOWN``.
+        self.shutting_down = False
+        #: The background task of a detached turn (a strong reference keeps it alive).
+        self.detached_task: asyncio.Task[None] | None = None
 
     def shutdown(self) -> None:
-        """Ask the stream to end now (SIGTERM drain): it finishes with a valid ending."""
-        with contextlib.suppress(asyncio.QueueFull):
-            self.queue.put_nowait(SHUTDOWN)
+        """End the turn now (SIGTERM drain): abort the upstream; the loop writes a valid ending."""
+        self.shutting_down = True
+        asyncio.ensure_future(self.upstream.aclose(abort_frame=self.abort_frame))
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         headers = [(k.encode(), v.encode()) for k, v in RESPONSE_HEADERS.items()]
         headers.append((b"x-request-id", self.request_id.encode()))
-        reader = asyncio.create_task(self._read_upstream())
         try:
             await send({"type": "http.response.start", "status": 200, "headers": headers})
             await send({"type": "http.response.body", "body": STREAM_OPEN_FRAME, "more_body": True})
@@ -119,41 +116,27 @@ class ChatStream:
             self.outcome.client_disconnected = True
             self.outcome.reason = self.outcome.reason or CloseReason.ABORTED
         finally:
-            detached = (
-                self.outcome.client_disconnected
-                and not self.translator.done
-                and self.settings.on_disconnect == "detach"
-            )
-            if detached:
+            abandoned = self.outcome.client_disconnected and not self.translator.done
+            if abandoned and self.settings.on_disconnect == "detach":
                 # The upstream finishes the turn on its own (resumable streams build on this);
-                # the task holds the session until then. A strong reference keeps it alive.
-                self.detached_task = asyncio.create_task(self._finish_detached(reader))
+                # the task holds the session's turn until then.
+                self.detached_task = asyncio.create_task(self._finish_detached())
             else:
-                await self._stop_upstream(reader)
+                await self.upstream.aclose(abort_frame=self.abort_frame if abandoned else None)
                 await self.on_done(self.outcome)
 
-    detached_task: asyncio.Task[None] | None = None
-
-    async def _stop_upstream(self, reader: asyncio.Task[None]) -> None:
-        reader.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await reader
-        aborted = self.outcome.client_disconnected and not self.translator.done
-        await self.upstream.aclose(abort_frame=self.abort_frame if aborted else None)
-
-    async def _finish_detached(self, reader: asyncio.Task[None]) -> None:
+    async def _finish_detached(self) -> None:
         remaining = self.started + self.settings.total_timeout - time.monotonic()
         try:
             async with asyncio.timeout(max(remaining, 0)):
                 while not self.translator.done:
-                    item = await self.queue.get()
-                    if not isinstance(item, str | bytes):
-                        break
-                    self.translator.feed_frame(item)
-        except TimeoutError:
+                    self.translator.feed_frame(await self.upstream.recv())
+        except (TimeoutError, UpstreamEnded, GatewayError):
             pass
         finally:
-            await self._stop_upstream(reader)
+            await self.upstream.aclose(
+                abort_frame=None if self.translator.done else self.abort_frame
+            )
             await self.on_done(self.outcome)
 
     async def _listen_for_disconnect(self, receive: Any) -> None:
@@ -162,16 +145,9 @@ class ChatStream:
             if message["type"] == "http.disconnect":
                 return
 
-    async def _read_upstream(self) -> None:
-        try:
-            async for frame in self.upstream.frames():
-                await self.queue.put(frame)
-        except GatewayError as exc:
-            await self.queue.put(exc)
-            return
-        await self.queue.put(_EOF)
-
     def _close(self, reason: CloseReason, error_text: str | None = None) -> bytes:
+        if self.shutting_down:
+            reason, error_text = CloseReason.SHUTDOWN, None
         if self.outcome.reason is None:
             self.outcome.reason = reason
         return encode_chunks(self.translator.close(reason, error_text))
@@ -179,59 +155,59 @@ class ChatStream:
     async def _pump(self, send: Any) -> None:
         settings = self.settings
         translator = self.translator
-        queue = self.queue
+        upstream = self.upstream
+        events = self.metrics.upstream_events
         loop = asyncio.get_running_loop()
         # self.started is time.monotonic(); the loop's clock may have another origin (uvloop).
         deadline = loop.time() + settings.total_timeout - (time.monotonic() - self.started)
         last_event = loop.time()
-        waited_first = True
+        silence_limit = settings.first_event_timeout
         while not translator.done:
-            now = loop.time()
-            silence_limit = settings.first_event_timeout if waited_first else settings.idle_timeout
-            remaining_silence = last_event + silence_limit - now
-            remaining_total = deadline - now
-            if remaining_silence <= 0 or remaining_total <= 0:
-                await self._write(send, self._close(CloseReason.TIMEOUT))
-                break
-            wait = min(settings.keepalive_interval, remaining_silence, remaining_total)
             try:
-                async with asyncio.timeout(wait):
-                    item = await queue.get()
-            except TimeoutError:
-                if loop.time() - last_event >= settings.keepalive_interval * 0.99:
-                    await send(
-                        {"type": "http.response.body", "body": KEEPALIVE_FRAME, "more_body": True}
+                if upstream.buffered():
+                    frame = await upstream.recv()
+                else:
+                    now = loop.time()
+                    wait = min(
+                        settings.keepalive_interval,
+                        last_event + silence_limit - now,
+                        deadline - now,
                     )
-                continue
-            last_event = loop.time()
-            waited_first = False
-            buffer = bytearray()
-            batch = 0
-            while True:
-                buffer += self._handle(item)
-                batch += 1
-                if translator.done or batch >= _MAX_BATCH or queue.empty():
-                    break
-                item = queue.get_nowait()
-            if buffer:
-                await self._write(send, bytes(buffer))
+                    if wait <= 0:
+                        await self._write(send, self._close(CloseReason.TIMEOUT))
+                        break
+                    try:
+                        async with asyncio.timeout(wait):
+                            frame = await upstream.recv()
+                    except TimeoutError:
+                        if loop.time() - last_event >= settings.keepalive_interval * 0.99:
+                            body = {
+                                "type": "http.response.body",
+                                "body": KEEPALIVE_FRAME,
+                                "more_body": True,
+                            }
+                            await send(body)
+                        continue
+                last_event = loop.time()
+                silence_limit = settings.idle_timeout
+                buffer = translator.encode_frame(frame)
+                if upstream.buffered() and not translator.done:
+                    parts = [buffer]
+                    while len(parts) < _MAX_BATCH and not translator.done and upstream.buffered():
+                        parts.append(translator.encode_frame(await upstream.recv()))
+                    buffer = b"".join(parts)
+                    events.inc(len(parts))
+                else:
+                    events.inc()
+            except UpstreamEnded:
+                buffer = self._close(CloseReason.UPSTREAM_CLOSED)
+            except GatewayError as exc:
+                self.outcome.error_detail = str(exc)
+                self.metrics.upstream_errors.labels(type(exc).__name__).inc()
+                buffer = self._close(CloseReason.UPSTREAM_CLOSED, exc.client_message)
+            await self._write(send, buffer)
         await send({"type": "http.response.body", "body": DONE_FRAME, "more_body": False})
         self.outcome.bytes_out += len(DONE_FRAME)
-
-    def _handle(self, item: Any) -> bytes:
-        if isinstance(item, str | bytes):
-            self.metrics.upstream_events.inc()
-            return self.translator.encode_frame(item)
-        if item is _EOF:
-            return self._close(CloseReason.UPSTREAM_CLOSED)
-        if item is SHUTDOWN:
-            return self._close(CloseReason.SHUTDOWN)
-        if isinstance(item, GatewayError):
-            self.outcome.error_detail = str(item)
-            self.metrics.upstream_errors.labels(type(item).__name__).inc()
-            text = None if self.settings.mask_errors else item.client_message
-            return self._close(CloseReason.UPSTREAM_CLOSED, text)
-        raise AssertionError(f"unexpected queue item {item!r}")  # pragma: no cover
 
     async def _write(self, send: Any, body: bytes) -> None:
         if not body:

@@ -1,14 +1,15 @@
 """The transport seam (httpx's ``AsyncBaseTransport`` idea): one protocol, thin implementations.
 
-An :class:`Upstream` is an open connection to one upstream turn: ``send`` a frame, iterate the
-frames it sends (raw text; iteration ends when it closes normally), ``aclose`` it. Foreign errors
+An :class:`Upstream` is an open connection to one upstream turn: ``send`` a frame, ``recv`` the
+frames it sends (raw text) until :class:`UpstreamEnded`, ask whether more are ``buffered`` (so the
+response loop can coalesce without waiting), ``aclose`` it. Foreign errors
 become :mod:`gateway.errors` classes here and nowhere else (:func:`map_upstream_errors`).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 import httpx
@@ -22,15 +23,25 @@ from gateway.errors import (
     UpstreamUnavailable,
 )
 
-__all__ = ["Upstream", "map_upstream_errors"]
+__all__ = ["Upstream", "UpstreamEnded", "map_upstream_errors"]
+
+
+class UpstreamEnded(Exception):
+    """The upstream closed normally: no more frames (not an error, an input to the translator)."""
 
 
 class Upstream(Protocol):
-    async def send(self, frame: dict[str, Any]) -> None: ...
+    async def send(self, frame: dict[str, Any]) -> None:
+        """Send one frame (JSON-encoded)."""
 
-    def frames(self) -> AsyncIterator[str | bytes]: ...
+    async def recv(self) -> str | bytes:
+        """The next frame; raises :class:`UpstreamEnded` at a normal end, an UpstreamError else."""
 
-    async def aclose(self, *, abort_frame: dict[str, Any] | None = None) -> None: ...
+    def buffered(self) -> bool:
+        """Whether :meth:`recv` would return at once (a whole frame is already received)."""
+
+    async def aclose(self, *, abort_frame: dict[str, Any] | None = None) -> None:
+        """Close, sending ``abort_frame`` first when given; bounded in time; never raises."""
 
 
 @contextlib.contextmanager

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections import deque
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -18,7 +19,7 @@ import httpx
 import orjson
 
 from gateway.errors import UpstreamAuthRejected, UpstreamUnavailable
-from gateway.transports.base import map_upstream_errors
+from gateway.transports.base import UpstreamEnded, map_upstream_errors
 from translators.sse_codec import SseDecoder
 
 __all__ = ["OpenAIHttpUpstream", "open_openai_http"]
@@ -30,21 +31,31 @@ _MAX_BACKOFF = 8.0
 class OpenAIHttpUpstream:
     def __init__(self, response: httpx.Response, first_frames: list[str]) -> None:
         self.response = response
-        self._first = first_frames
+        self._pending: deque[str] = deque(first_frames)
+        self._chunks: AsyncIterator[bytes] | None = None if first_frames else response.aiter_bytes()
+        self._decoder = SseDecoder()
 
     async def send(self, frame: dict[str, Any]) -> None:  # the request body was the prompt
         return None
 
-    async def frames(self) -> AsyncIterator[str | bytes]:
-        for frame in self._first:
-            yield frame
-        if self.response.is_closed:
-            return
-        decoder = SseDecoder()
-        with map_upstream_errors("receive"):
-            async for data in self.response.aiter_bytes():
-                for event in decoder.decode_bytes(data):
-                    yield event.data
+    async def recv(self) -> str:
+        while not self._pending:
+            if self._chunks is None:
+                raise UpstreamEnded
+            with map_upstream_errors("receive"):
+                try:
+                    data = await anext(self._chunks)
+                except StopAsyncIteration:
+                    self._chunks = None
+                    tail = self._decoder.flush()  # a last event without its blank line
+                    if tail is not None:
+                        self._pending.append(tail.data)
+                    continue
+            self._pending.extend(event.data for event in self._decoder.decode_bytes(data))
+        return self._pending.popleft()
+
+    def buffered(self) -> bool:
+        return bool(self._pending)
 
     async def aclose(self, *, abort_frame: dict[str, Any] | None = None) -> None:
         with contextlib.suppress(Exception):

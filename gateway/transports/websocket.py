@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
 from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosedError, ConnectionClosedOK
 
-from gateway.transports.base import map_upstream_errors
+from gateway.errors import UpstreamClosed
+from gateway.transports.base import UpstreamEnded, map_upstream_errors
 
 __all__ = ["WebSocketUpstream", "open_websocket"]
 
@@ -26,11 +27,21 @@ class WebSocketUpstream:
         with map_upstream_errors("send"):
             await self.ws.send(orjson.dumps(frame).decode())
 
-    async def frames(self) -> AsyncIterator[str | bytes]:
-        """Every message until the upstream closes; an abnormal close raises UpstreamClosed."""
-        with map_upstream_errors("receive"):
-            async for message in self.ws:
-                yield message
+    async def recv(self) -> str | bytes:
+        try:
+            return await self.ws.recv()
+        except ConnectionClosedOK as exc:
+            raise UpstreamEnded from exc
+        except ConnectionClosedError as exc:
+            raise UpstreamClosed(detail=f"receive: {exc}") from exc
+
+    def buffered(self) -> bool:
+        # websockets' Assembler keeps received frames in ``recv_messages.frames``; a complete
+        # (FIN) first frame means recv() returns without waiting. Without that attribute (another
+        # websockets version) this answers False and the gateway simply does not coalesce.
+        frames = getattr(getattr(self.ws, "recv_messages", None), "frames", None)
+        queue = getattr(frames, "queue", None)
+        return bool(queue) and queue[0].fin
 
     async def aclose(self, *, abort_frame: dict[str, Any] | None = None) -> None:
         """Close (sending ``abort_frame`` first, if given) within :data:`CLOSE_TIMEOUT`."""

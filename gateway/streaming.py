@@ -153,61 +153,109 @@ class ChatStream:
         return encode_chunks(self.translator.close(reason, error_text))
 
     async def _pump(self, send: Any) -> None:
+        """The response loop. Silence is watched by one timer per stream (:meth:`_tick`), not a
+        timeout per receive: ``asyncio.timeout`` costs several microseconds per use, which on a
+        sparse stream is more than translating the event."""
         settings = self.settings
         translator = self.translator
         upstream = self.upstream
         events = self.metrics.upstream_events
         loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+        self._task = task
         # self.started is time.monotonic(); the loop's clock may have another origin (uvloop).
-        deadline = loop.time() + settings.total_timeout - (time.monotonic() - self.started)
-        last_event = loop.time()
-        silence_limit = settings.first_event_timeout
-        while not translator.done:
-            try:
-                if upstream.buffered():
-                    frame = await upstream.recv()
-                else:
-                    now = loop.time()
-                    wait = min(
-                        settings.keepalive_interval,
-                        last_event + silence_limit - now,
-                        deadline - now,
-                    )
-                    if wait <= 0:
-                        await self._write(send, self._close(CloseReason.TIMEOUT))
-                        break
-                    try:
-                        async with asyncio.timeout(wait):
+        self._deadline = loop.time() + settings.total_timeout - (time.monotonic() - self.started)
+        self._last_event = self._last_write = loop.time()
+        self._silence_limit = settings.first_event_timeout
+        self._schedule_tick(loop)
+        try:
+            while not translator.done:
+                try:
+                    if upstream.buffered():
+                        frame = await upstream.recv()
+                    else:
+                        self._receiving = True
+                        try:
                             frame = await upstream.recv()
-                    except TimeoutError:
-                        if loop.time() - last_event >= settings.keepalive_interval * 0.99:
-                            body = {
-                                "type": "http.response.body",
-                                "body": KEEPALIVE_FRAME,
-                                "more_body": True,
-                            }
-                            await send(body)
-                        continue
-                last_event = loop.time()
-                silence_limit = settings.idle_timeout
-                buffer = translator.encode_frame(frame)
-                if upstream.buffered() and not translator.done:
-                    parts = [buffer]
-                    while len(parts) < _MAX_BATCH and not translator.done and upstream.buffered():
-                        parts.append(translator.encode_frame(await upstream.recv()))
-                    buffer = b"".join(parts)
-                    events.inc(len(parts))
-                else:
-                    events.inc()
-            except UpstreamEnded:
-                buffer = self._close(CloseReason.UPSTREAM_CLOSED)
-            except GatewayError as exc:
-                self.outcome.error_detail = str(exc)
-                self.metrics.upstream_errors.labels(type(exc).__name__).inc()
-                buffer = self._close(CloseReason.UPSTREAM_CLOSED, exc.client_message)
-            await self._write(send, buffer)
-        await send({"type": "http.response.body", "body": DONE_FRAME, "more_body": False})
-        self.outcome.bytes_out += len(DONE_FRAME)
+                        except asyncio.CancelledError:
+                            if not self._tick_fired or task.uncancel() > 0:
+                                raise
+                            self._tick_fired = False
+                            if await self._on_silence(send, loop):
+                                break
+                            continue
+                        finally:
+                            self._receiving = False
+                    self._last_event = loop.time()
+                    self._silence_limit = settings.idle_timeout
+                    buffer = translator.encode_frame(frame)
+                    if upstream.buffered() and not translator.done:
+                        parts = [buffer]
+                        while (
+                            len(parts) < _MAX_BATCH and not translator.done and upstream.buffered()
+                        ):
+                            parts.append(translator.encode_frame(await upstream.recv()))
+                        buffer = b"".join(parts)
+                        events.inc(len(parts))
+                    else:
+                        events.inc()
+                except UpstreamEnded:
+                    buffer = self._close(CloseReason.UPSTREAM_CLOSED)
+                except GatewayError as exc:
+                    self.outcome.error_detail = str(exc)
+                    self.metrics.upstream_errors.labels(type(exc).__name__).inc()
+                    buffer = self._close(CloseReason.UPSTREAM_CLOSED, exc.client_message)
+                await self._write(send, buffer)
+            await send({"type": "http.response.body", "body": DONE_FRAME, "more_body": False})
+            self.outcome.bytes_out += len(DONE_FRAME)
+        finally:
+            if self._tick_handle is not None:
+                self._tick_handle.cancel()
+
+    # -- silence: one timer per stream ---------------------------------------------------------
+
+    _task: asyncio.Task[Any]
+    _tick_handle: asyncio.TimerHandle | None = None
+    #: The loop is waiting in ``upstream.recv()`` (the only await the timer may interrupt).
+    _receiving = False
+    _tick_fired = False
+    _deadline = 0.0
+    _last_event = 0.0
+    _last_write = 0.0
+    _silence_limit = 0.0
+
+    def _next_check(self) -> float:
+        return min(
+            self._last_write + self.settings.keepalive_interval,
+            self._last_event + self._silence_limit,
+            self._deadline,
+        )
+
+    def _schedule_tick(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._tick_handle = loop.call_at(self._next_check(), self._tick, loop)
+
+    def _tick(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Timer callback: interrupt a waiting ``recv`` when something is due, else re-arm."""
+        self._tick_handle = None
+        if self._receiving and loop.time() >= self._next_check() - 0.001:
+            self._tick_fired = True
+            self._task.cancel()
+        else:  # events arrived meanwhile, or the loop is busy writing: check again later
+            self._tick_handle = loop.call_at(
+                max(self._next_check(), loop.time() + 0.01), self._tick, loop
+            )
+
+    async def _on_silence(self, send: Any, loop: asyncio.AbstractEventLoop) -> bool:
+        """The timer fired while waiting: time out (True: the turn ended) or send a keep-alive."""
+        now = loop.time()
+        if now >= self._last_event + self._silence_limit or now >= self._deadline:
+            await self._write(send, self._close(CloseReason.TIMEOUT))
+            return True
+        await send({"type": "http.response.body", "body": KEEPALIVE_FRAME, "more_body": True})
+        self._last_write = loop.time()
+        self._schedule_tick(loop)
+        return False
 
     async def _write(self, send: Any, body: bytes) -> None:
         if not body:
@@ -219,3 +267,4 @@ class ChatStream:
         self.outcome.bytes_out += len(body)
         self.metrics.chunks_out.inc(events)
         await send({"type": "http.response.body", "body": body, "more_body": True})
+        self._last_write = asyncio.get_running_loop().time()

@@ -202,8 +202,14 @@ class Translator:
 
     def feed_frame(self, frame: str | bytes) -> list[Chunk]:
         """One raw upstream frame (JSON text). Never raises."""
-        if isinstance(frame, str) and frame.strip() in self.TERMINAL_FRAMES:
-            return self.feed_terminal_frame(frame.strip())
+        if self.TERMINAL_FRAMES:
+            text = (
+                frame.strip()
+                if isinstance(frame, str)
+                else frame.strip().decode("utf-8", "replace")
+            )
+            if text in self.TERMINAL_FRAMES:
+                return self.feed_terminal_frame(text)
         try:
             event = orjson.loads(frame)
         except orjson.JSONDecodeError as exc:

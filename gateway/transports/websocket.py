@@ -28,8 +28,9 @@ class WebSocketUpstream:
             await self.ws.send(orjson.dumps(frame).decode())
 
     async def recv(self) -> str | bytes:
+        """The next message as bytes (no UTF-8 decoding: orjson parses bytes directly)."""
         try:
-            return await self.ws.recv()
+            return await self.ws.recv(decode=False)
         except ConnectionClosedOK as exc:
             raise UpstreamEnded from exc
         except ConnectionClosedError as exc:

@@ -19,7 +19,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-import httpx
 import orjson
 from pydantic import ValidationError
 from starlette.applications import Starlette
@@ -43,7 +42,7 @@ from gateway.frames import build_frames
 from gateway.logging import get_logger
 from gateway.metrics import Metrics
 from gateway.streaming import ChatStream, StreamOutcome, StreamSettings
-from gateway.transports import open_openai_http, open_websocket
+from gateway.transports import open_websocket
 from gateway.transports.base import Upstream
 from protocol_specs.chat_request import ChatRequest
 from translators.base import TranslatorOptions, UnknownEventPolicy
@@ -62,7 +61,7 @@ class GatewayState:
         self.metrics = Metrics()
         self.turns: Counter[str] = Counter()
         self.streams: set[ChatStream] = set()
-        self.http: httpx.AsyncClient | None = None
+        self.http: Any = None  # an httpx.AsyncClient once an HTTP upstream is used
         self.draining = False
         self.log = get_logger("chunkbridge.gateway")
         self._stream_closed = asyncio.Event()
@@ -128,6 +127,10 @@ async def _open_upstream(
 ) -> Upstream:
     config = state.config
     if config.upstream_kind == "openai":
+        import httpx
+
+        from gateway.transports.openai_http import open_openai_http
+
         if state.http is None:
             state.http = httpx.AsyncClient(trust_env=False)
         return await open_openai_http(

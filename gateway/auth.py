@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import jwt
-
 from gateway.config import AuthMode, GatewayConfig
 from gateway.errors import Forbidden, Unauthorized
 
@@ -45,6 +43,8 @@ def authenticate(
 
 
 def _verify_jwt(config: GatewayConfig, token: str) -> dict[str, Any]:
+    import jwt  # imported on use: PyJWT + cryptography cost ~10 MB of RSS per process
+
     options = {"require": ["exp"]}
     try:
         return jwt.decode(

@@ -154,6 +154,19 @@ def error_message(value: Any, default: str) -> str:
     return default
 
 
+Handler = Callable[[Any, dict[str, Any]], list[Chunk]]
+_HANDLER_TABLES: dict[type, dict[str, Handler]] = {}
+
+
+def _handler_table(cls: type[Translator]) -> dict[str, Handler]:
+    """``HANDLERS`` resolved to functions once per class (not bound methods per stream)."""
+    table = _HANDLER_TABLES.get(cls)
+    if table is None:
+        table = {kind: getattr(cls, name) for kind, name in cls.HANDLERS.items()}
+        _HANDLER_TABLES[cls] = table
+    return table
+
+
 class Translator:
     """Base class: subclasses set :attr:`dialect` and :attr:`HANDLERS`, and implement handlers."""
 
@@ -180,9 +193,7 @@ class Translator:
         self.stats: Counter[str] = Counter()
         #: Upstream events fed (a plain int: this is counted on the hot path).
         self.events = 0
-        self._handlers: dict[str, Callable[[dict[str, Any]], list[Chunk]]] = {
-            event_type: getattr(self, name) for event_type, name in self.HANDLERS.items()
-        }
+        self._handlers = _handler_table(type(self))
         #: What ``close`` uses when the upstream ends after the dialect saw its own ending.
         self.pending_close: Chunk | None = None
         #: Open text / reasoning part ids (one of each at a time).
@@ -262,7 +273,7 @@ class Translator:
         if handler is None:
             return self._unknown(event_type, event)
         try:
-            chunks = handler(event)
+            chunks = handler(self, event)
         except (MalformedEvent, KeyError, TypeError, ValueError, AttributeError) as exc:
             return self._malformed(f"{event_type}: {exc}", event)
         return self._guarded(chunks)

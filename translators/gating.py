@@ -77,6 +77,20 @@ TYPE_CONVERSIONS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
 FINISH_REASON_FALLBACKS = {"interrupted": "other", "unknown": "other"}
 
 
+def _target_tables(target: int) -> tuple[dict[str, frozenset[str]], dict[str, tuple[str, ...]]]:
+    specs = (*CHUNK_SPECS.values(), DATA_CHUNK_SPEC)
+    declared = {spec.type: spec.declared(target) for spec in specs}
+    required = {
+        spec.type: tuple(f.name for f in spec.fields.values() if f.required and target in f.majors)
+        for spec in specs
+    }
+    return declared, required
+
+
+#: Per-target lookup tables, built once (every stream's Gate shares them).
+_TARGET_TABLES = {target: _target_tables(target) for target in FINISH_REASONS}
+
+
 class Gate:
     """Converts chunks for one target major. Call :meth:`gate` on every chunk, in order."""
 
@@ -96,15 +110,7 @@ class Gate:
         #: How many chunks were changed, by kind of change (``type:x->y``, ``field-removed:t.f``…).
         self.conversions: Counter[str] = Counter()
         self._on_conversion = on_conversion
-        self._declared = {
-            spec.type: spec.declared(target) for spec in (*CHUNK_SPECS.values(), DATA_CHUNK_SPEC)
-        }
-        self._required = {
-            spec.type: tuple(
-                f.name for f in spec.fields.values() if f.required and target in f.majors
-            )
-            for spec in (*CHUNK_SPECS.values(), DATA_CHUNK_SPEC)
-        }
+        self._declared, self._required = _TARGET_TABLES[target]
         self._finish_reasons = EMITTED_FINISH_REASONS[target]
 
     def _count(self, key: str, chunk: dict[str, Any]) -> None:

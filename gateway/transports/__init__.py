@@ -1,7 +1,9 @@
-"""Upstream transports: the only modules that touch upstream sockets."""
+"""Upstream transports: the only modules that touch upstream sockets.
+
+``gateway.transports.openai_http`` (httpx) is imported only by deployments that use it.
+"""
 
 from gateway.transports.base import Upstream, UpstreamEnded, map_upstream_errors
-from gateway.transports.openai_http import open_openai_http
 from gateway.transports.websocket import open_websocket
 
-__all__ = ["Upstream", "UpstreamEnded", "map_upstream_errors", "open_openai_http", "open_websocket"]
+__all__ = ["Upstream", "UpstreamEnded", "map_upstream_errors", "open_websocket"]

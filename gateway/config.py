@@ -14,8 +14,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = ["AuthMode", "GatewayConfig", "HistoryMode", "load_config"]
 
@@ -35,8 +35,13 @@ class HistoryMode(StrEnum):
     FULL = "full"
 
 
-class GatewayConfig(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="CHUNKBRIDGE_", extra="forbid")
+ENV_PREFIX = "CHUNKBRIDGE_"
+
+
+class GatewayConfig(BaseModel):
+    """Every setting; pydantic validates and coerces them whatever their source."""
+
+    model_config = ConfigDict(extra="forbid")
 
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=0, le=65535)
@@ -103,18 +108,6 @@ class GatewayConfig(BaseSettings):
             raise ValueError("keepalive_interval must be shorter than idle_timeout")
         return self
 
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        # flags (init) > environment; the TOML file is merged under both in load_config.
-        return (init_settings, env_settings)
-
     def jwt_verification_key(self) -> str:
         if self.jwt_key_file is not None:
             return self.jwt_key_file.read_text()
@@ -124,6 +117,26 @@ class GatewayConfig(BaseSettings):
 
 class ConfigError(ValueError):
     """The configuration cannot be used; the message says which setting and why."""
+
+
+def environment_values(environ: dict[str, str] | None = None) -> dict[str, Any]:
+    """``CHUNKBRIDGE_<NAME>`` variables for known settings. Lists and objects are given as JSON
+    (``CHUNKBRIDGE_CORS_ORIGINS='["https://a.example"]'``); scalars as plain text, which pydantic
+    coerces (``"30"`` → 30.0, ``"true"`` → True)."""
+    environ = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    for name in GatewayConfig.model_fields:
+        raw = environ.get(ENV_PREFIX + name.upper())
+        if raw is None:
+            continue
+        if raw[:1] in ("[", "{"):
+            try:
+                values[name] = orjson.loads(raw)
+                continue
+            except orjson.JSONDecodeError:
+                pass
+        values[name] = raw
+    return values
 
 
 def load_config(toml_path: Path | None = None, **flags: Any) -> GatewayConfig:
@@ -138,25 +151,16 @@ def load_config(toml_path: Path | None = None, **flags: Any) -> GatewayConfig:
             raise ConfigError(f"cannot read config file {toml_path}: {exc}") from exc
         file_values = {k.replace("-", "_"): v for k, v in file_values.items()}
     explicit = {k: v for k, v in flags.items() if v is not None}
+    env = environment_values()
     # The PaaS convention (and the benchmark harness): a bare PORT is used when nothing else
     # names the port.
-    if (
-        "port" not in explicit
-        and "CHUNKBRIDGE_PORT" not in os.environ
-        and "port" not in file_values
-    ):
+    if "port" not in explicit and "port" not in env and "port" not in file_values:
         if os.environ.get("PORT", "").isdigit():
             explicit["port"] = int(os.environ["PORT"])
-    # Init values beat the environment in pydantic-settings; the file must not, so file values
-    # that the environment also sets are left out.
-    from_file = {
-        k: v for k, v in file_values.items() if f"CHUNKBRIDGE_{k.upper()}" not in os.environ
-    }
     try:
-        env_and_flags = GatewayConfig(**{**from_file, **explicit})
+        return GatewayConfig(**{**file_values, **env, **explicit})
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc']) or 'config'}: {e['msg']}" for e in exc.errors()
         )
         raise ConfigError(f"invalid configuration: {problems}") from exc
-    return env_and_flags

@@ -41,6 +41,7 @@ def run_app(app: Any, host: str, port: int, log_level: str = "info") -> None:
         log_level="warning" if log_level == "info" else log_level,
         access_log=False,
         lifespan="on",
+        ws="none",  # the gateway serves no WebSockets: do not load uvicorn's WS protocol
         timeout_graceful_shutdown=int(state.config.drain_timeout) + 2,
         server_header=False,
     )

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+from pydantic import BaseModel, ConfigDict, Discriminator, Tag
 
 __all__ = [
     "ChatRequest",
@@ -106,7 +106,7 @@ class ToolApproval(_Part):
 class ToolPart(_Part):
     """``tool-<name>``: a tool from the app's static tool set."""
 
-    type: Annotated[str, Field(pattern=r"^tool-")]
+    type: str  # "tool-<name>" (the discriminator routes here by that prefix)
     toolCallId: str
     state: ToolState
     input: Any = None
@@ -133,7 +133,7 @@ class DynamicToolPart(ToolPart):
 
 
 class DataPart(_Part):
-    type: Annotated[str, Field(pattern=r"^data-")]
+    type: str  # "data-<name>" (routed by prefix)
     id: str | None = None
     data: Any = None
 

@@ -41,7 +41,7 @@ from gateway.errors import (
 from gateway.frames import build_frames
 from gateway.logging import get_logger
 from gateway.metrics import Metrics
-from gateway.streaming import ChatStream, StreamOutcome, StreamSettings
+from gateway.streaming import ChatStream, StreamSettings
 from gateway.transports import open_websocket
 from gateway.transports.base import Upstream
 from protocol_specs.chat_request import ChatRequest
@@ -204,7 +204,11 @@ async def chat(request: Request) -> Any:
     state.metrics.requests.labels("200").inc()
     state.metrics.active_streams.inc()
 
-    async def finished(outcome: StreamOutcome) -> None:
+    async def finished(stream: ChatStream) -> None:
+        # Takes the stream as an argument: a closure over it would make stream and callback a
+        # reference cycle, keeping every finished turn (upstream socket, translator, buffers)
+        # alive until the cyclic garbage collector happens to run.
+        outcome = stream.outcome
         state.forget_stream(stream)
         state.release_turn(session_id)
         duration = time.monotonic() - started

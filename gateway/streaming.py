@@ -73,7 +73,7 @@ class ChatStream:
         metrics: Metrics,
         request_id: str,
         started: float,
-        on_done: Callable[[StreamOutcome], Awaitable[None]],
+        on_done: Callable[[ChatStream], Awaitable[None]],
     ) -> None:
         self.upstream = upstream
         self.translator = translator
@@ -123,7 +123,7 @@ class ChatStream:
                 self.detached_task = asyncio.create_task(self._finish_detached())
             else:
                 await self.upstream.aclose(abort_frame=self.abort_frame if abandoned else None)
-                await self.on_done(self.outcome)
+                await self.on_done(self)
 
     async def _finish_detached(self) -> None:
         remaining = self.started + self.settings.total_timeout - time.monotonic()
@@ -137,7 +137,7 @@ class ChatStream:
             await self.upstream.aclose(
                 abort_frame=None if self.translator.done else self.abort_frame
             )
-            await self.on_done(self.outcome)
+            await self.on_done(self)
 
     async def _listen_for_disconnect(self, receive: Any) -> None:
         while True:
@@ -159,8 +159,8 @@ class ChatStream:
         settings = self.settings
         translator = self.translator
         upstream = self.upstream
-        events = self.metrics.upstream_events
-        loop = asyncio.get_running_loop()
+        metrics = self.metrics
+        self._loop = loop = asyncio.get_running_loop()
         task = asyncio.current_task()
         assert task is not None
         self._task = task
@@ -197,9 +197,9 @@ class ChatStream:
                         ):
                             parts.append(translator.encode_frame(await upstream.recv()))
                         buffer = b"".join(parts)
-                        events.inc(len(parts))
+                        metrics.upstream_events += len(parts)
                     else:
-                        events.inc()
+                        metrics.upstream_events += 1
                 except UpstreamEnded:
                     buffer = self._close(CloseReason.UPSTREAM_CLOSED)
                 except GatewayError as exc:
@@ -209,6 +209,7 @@ class ChatStream:
                 await self._write(send, buffer)
             await send({"type": "http.response.body", "body": DONE_FRAME, "more_body": False})
             self.outcome.bytes_out += len(DONE_FRAME)
+            metrics.chunks_out += 1
         finally:
             if self._tick_handle is not None:
                 self._tick_handle.cancel()
@@ -216,6 +217,7 @@ class ChatStream:
     # -- silence: one timer per stream ---------------------------------------------------------
 
     _task: asyncio.Task[Any]
+    _loop: asyncio.AbstractEventLoop
     _tick_handle: asyncio.TimerHandle | None = None
     #: The loop is waiting in ``upstream.recv()`` (the only await the timer may interrupt).
     _receiving = False
@@ -265,6 +267,6 @@ class ChatStream:
         events = body.count(b"\n\n")
         self.outcome.events_out += events
         self.outcome.bytes_out += len(body)
-        self.metrics.chunks_out.inc(events)
+        self.metrics.chunks_out += events
         await send({"type": "http.response.body", "body": body, "more_body": True})
-        self._last_write = asyncio.get_running_loop().time()
+        self._last_write = self._loop.time()

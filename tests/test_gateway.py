@@ -362,7 +362,7 @@ async def test_open_harness_send_frame_and_full_turn(real_clients) -> None:
 async def test_health_ready_and_metrics() -> None:
     async with ScriptedUpstream() as up, running_gateway(upstream=up.url) as (base, _):
         up.scripts["*"] = events(*agent_ops_turn())
-        await post(base, "m1")
+        body = (await post(base, "m1")).content
         async with httpx.AsyncClient(trust_env=False) as client:
             assert (await client.get(f"{base}/healthz")).text == "ok"
             assert (await client.get(f"{base}/readyz")).status_code == 200
@@ -370,6 +370,11 @@ async def test_health_ready_and_metrics() -> None:
     assert 'chunkbridge_requests_total{status="200"} 1.0' in metrics
     assert "chunkbridge_active_streams 0.0" in metrics
     assert "chunkbridge_time_to_first_chunk_seconds_count 1.0" in metrics
+    # the turn ends at message.finalize: the trailing "complete" is never read
+    upstream_events = len(agent_ops_turn()) - 1
+    assert f"chunkbridge_upstream_events_total {upstream_events:.1f}" in metrics
+    sse_events = body.count(b"data: ")  # every chunk and [DONE]
+    assert f"chunkbridge_chunks_out_total {sse_events:.1f}" in metrics
     async with running_gateway(upstream="ws://127.0.0.1:1/s/{session_id}") as (base, _):
         async with httpx.AsyncClient(trust_env=False) as client:
             assert (await client.get(f"{base}/readyz")).status_code == 503

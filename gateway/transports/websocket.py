@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections import deque
 from typing import Any
 
 import orjson
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosedError, ConnectionClosedOK
+from websockets.frames import Frame
 
 from gateway.errors import UpstreamClosed
 from gateway.transports.base import UpstreamEnded, map_upstream_errors
@@ -22,6 +24,12 @@ CLOSE_TIMEOUT = 1.0
 class WebSocketUpstream:
     def __init__(self, ws: ClientConnection) -> None:
         self.ws = ws
+        # websockets' Assembler keeps received frames in ``recv_messages.frames.queue`` (a deque
+        # it never replaces); a complete (FIN) first frame means recv() returns without waiting.
+        # Without that attribute (another websockets version) :meth:`buffered` answers False and
+        # the gateway simply does not coalesce.
+        frames = getattr(getattr(ws, "recv_messages", None), "frames", None)
+        self._received: deque[Frame] | None = getattr(frames, "queue", None)
 
     async def send(self, frame: dict[str, Any]) -> None:
         with map_upstream_errors("send"):
@@ -37,11 +45,7 @@ class WebSocketUpstream:
             raise UpstreamClosed(detail=f"receive: {exc}") from exc
 
     def buffered(self) -> bool:
-        # websockets' Assembler keeps received frames in ``recv_messages.frames``; a complete
-        # (FIN) first frame means recv() returns without waiting. Without that attribute (another
-        # websockets version) this answers False and the gateway simply does not coalesce.
-        frames = getattr(getattr(self.ws, "recv_messages", None), "frames", None)
-        queue = getattr(frames, "queue", None)
+        queue = self._received
         return bool(queue) and queue[0].fin
 
     async def aclose(self, *, abort_frame: dict[str, Any] | None = None) -> None:

@@ -96,15 +96,6 @@ CLOSE_OUTCOMES: dict[CloseReason, Outcome] = {
 }
 
 
-class _Phase(Enum):
-    #: Nothing emitted yet.
-    NEW = "new"
-    #: ``start`` emitted, ``finish`` not yet.
-    STREAMING = "streaming"
-    #: ``finish`` emitted; everything else is discarded (and counted).
-    DONE = "done"
-
-
 #: Chunk types that do not create a part, so they never open a step by themselves.
 _STEPLESS = frozenset(
     {
@@ -147,20 +138,15 @@ class StreamGuard:
         #: upstream's mistakes, which the client would otherwise have died on.
         self.repairs: Counter[str] = Counter()
         self._on_repair = on_repair
-        self._phase = _Phase.NEW
+        #: ``start`` was emitted (a later ``start`` only adds metadata).
+        self.started = False
+        #: ``finish`` was emitted; everything fed after it is discarded (and counted). Plain
+        #: attributes, not properties: the gateway's response loop reads ``finished`` per frame.
+        self.finished = False
         self._in_step = False
         #: The reason ``finish`` carried, for logs and tests.
         self.finish_reason: str | None = None
         self.error_text: str | None = None
-
-    @property
-    def started(self) -> bool:
-        """``start`` was emitted (a later ``start`` only adds metadata)."""
-        return self._phase is not _Phase.NEW
-
-    @property
-    def finished(self) -> bool:
-        return self._phase is _Phase.DONE
 
     def _repair(self, key: str, chunk: dict[str, Any]) -> None:
         self.repairs[key] += 1
@@ -181,11 +167,11 @@ class StreamGuard:
             and type(chunk.get("delta")) is str
         ):
             return [chunk]
-        if self._phase is _Phase.DONE:
+        if self.finished:
             self._repair("dropped-after-finish", chunk if isinstance(chunk, dict) else {})
             return []
         out: list[Chunk] = []
-        if self._phase is _Phase.NEW:
+        if not self.started:
             first = chunk if isinstance(chunk, dict) and chunk.get("type") == "start" else None
             self._emit_start(out, first)
             if first is not None:
@@ -204,10 +190,10 @@ class StreamGuard:
         message_metadata: Any = None,
     ) -> list[Chunk]:
         """End the stream: the closing chunks, or ``[]`` if it already finished. Never raises."""
-        if self._phase is _Phase.DONE:
+        if self.finished:
             return []
         out: list[Chunk] = []
-        if self._phase is _Phase.NEW:
+        if not self.started:
             self._emit_start(out, None)
         self._finish(out, reason, error_text, finish_reason, message_metadata)
         return out
@@ -223,7 +209,7 @@ class StreamGuard:
         if self.message_id is not None:
             start = {**start, "messageId": self.message_id}
         self._apply(self._object_metadata(start), out)
-        self._phase = _Phase.STREAMING
+        self.started = True
 
     def _object_metadata(self, chunk: Chunk) -> Chunk:
         """Keep message metadata an object: the client's deep merge throws on a string or number
@@ -397,4 +383,4 @@ class StreamGuard:
         gated = self._object_metadata(self.gate.gate(finish) or {"type": "finish"})
         self.finish_reason = gated.get("finishReason")
         self._apply(gated, out)
-        self._phase = _Phase.DONE
+        self.finished = True

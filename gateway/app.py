@@ -58,6 +58,14 @@ class GatewayState:
 
     def __init__(self, config: GatewayConfig) -> None:
         self.config = config
+        #: The same for every turn (the config does not change while the app runs).
+        self.stream_settings = StreamSettings(
+            first_event_timeout=config.first_event_timeout,
+            idle_timeout=config.idle_timeout,
+            total_timeout=config.total_timeout,
+            keepalive_interval=config.keepalive_interval,
+            on_disconnect=config.on_disconnect,
+        )
         self.metrics = Metrics()
         self.turns: Counter[str] = Counter()
         self.streams: set[ChatStream] = set()
@@ -243,13 +251,7 @@ async def chat(request: Request) -> Any:
         upstream=upstream,
         translator=translator,
         abort_frame=frames.abort,
-        settings=StreamSettings(
-            first_event_timeout=config.first_event_timeout,
-            idle_timeout=config.idle_timeout,
-            total_timeout=config.total_timeout,
-            keepalive_interval=config.keepalive_interval,
-            on_disconnect=config.on_disconnect,
-        ),
+        settings=state.stream_settings,
         metrics=state.metrics,
         request_id=request_id,
         started=started,

@@ -39,9 +39,11 @@ __all__ = ["ChatStream", "StreamOutcome", "StreamSettings"]
 
 #: Frames coalesced into one write at most (bounds one write's size and latency).
 _MAX_BATCH = 128
+#: The response headers every turn sends (``x-request-id`` is added per turn).
+_HEADERS = [(name.encode(), value.encode()) for name, value in RESPONSE_HEADERS.items()]
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class StreamSettings:
     first_event_timeout: float
     idle_timeout: float
@@ -95,8 +97,7 @@ class ChatStream:
         asyncio.ensure_future(self.upstream.aclose(abort_frame=self.abort_frame))
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        headers = [(k.encode(), v.encode()) for k, v in RESPONSE_HEADERS.items()]
-        headers.append((b"x-request-id", self.request_id.encode()))
+        headers = [*_HEADERS, (b"x-request-id", self.request_id.encode())]
         try:
             await send({"type": "http.response.start", "status": 200, "headers": headers})
             await send({"type": "http.response.body", "body": STREAM_OPEN_FRAME, "more_body": True})

@@ -3,9 +3,11 @@ skipped when missing on a developer machine, and fail the run under CI (``CI=tru
 
 from __future__ import annotations
 
+import asyncio
 import os
 
 import pytest
+import uvloop
 
 from tests.conformance.harness import RealClients, unavailable_reason
 
@@ -27,3 +29,11 @@ def real_clients() -> RealClients:
     """The real AI SDK 5, 6 and 7 clients (tests/conformance/check.mjs)."""
     require("real AI SDK clients", unavailable_reason())
     return RealClients()
+
+
+def pytest_asyncio_loop_factories(config: pytest.Config, item: pytest.Item):
+    """asyncio's loop for every test; uvloop as well for tests marked ``both_loops`` (code that
+    depends on how the loop orders socket reads and due callbacks)."""
+    if item.get_closest_marker("both_loops") is not None:
+        return {"asyncio": asyncio.new_event_loop, "uvloop": uvloop.new_event_loop}
+    return {"asyncio": asyncio.new_event_loop}

@@ -2,7 +2,7 @@
 
 An :class:`Upstream` is an open connection to one upstream turn: ``send`` a frame, ``recv`` the
 frames it sends (raw text) until :class:`UpstreamEnded`, ask whether more are ``buffered`` (so the
-response loop can coalesce without waiting), ``aclose`` it. Foreign errors
+response loop can coalesce without waiting), let a burst ``gather``, ``aclose`` it. Foreign errors
 become :mod:`gateway.errors` classes here and nowhere else (:func:`map_upstream_errors`).
 """
 
@@ -39,6 +39,10 @@ class Upstream(Protocol):
 
     def buffered(self) -> bool:
         """Whether :meth:`recv` would return at once (a whole frame is already received)."""
+
+    async def gather(self, seconds: float) -> None:
+        """Let frames accumulate for ``seconds`` without handling them as they come (the socket
+        is not read meanwhile); then what arrived is buffered and taken in one go."""
 
     async def aclose(self, *, abort_frame: dict[str, Any] | None = None) -> None:
         """Close, sending ``abort_frame`` first when given; bounded in time; never raises."""

@@ -57,6 +57,10 @@ class OpenAIHttpUpstream:
     def buffered(self) -> bool:
         return bool(self._pending)
 
+    async def gather(self, seconds: float) -> None:
+        # httpx reads only when asked: not calling recv() is all the gathering needed.
+        await asyncio.sleep(seconds)
+
     async def aclose(self, *, abort_frame: dict[str, Any] | None = None) -> None:
         with contextlib.suppress(Exception):
             await self.response.aclose()

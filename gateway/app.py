@@ -64,6 +64,7 @@ class GatewayState:
             idle_timeout=config.idle_timeout,
             total_timeout=config.total_timeout,
             keepalive_interval=config.keepalive_interval,
+            flush_interval=config.flush_interval,
             on_disconnect=config.on_disconnect,
         )
         self.metrics = Metrics()

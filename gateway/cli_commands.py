@@ -130,6 +130,10 @@ _SERVE_FLAGS: list[tuple[str, dict]] = [
         "--keepalive-interval",
         {"type": float, "help": "keep-alive comment after this much silence, s"},
     ),
+    (
+        "--flush-interval",
+        {"type": float, "help": "at most one write per client per this many s (0: no holding)"},
+    ),
     ("--drain-timeout", {"type": float, "help": "SIGTERM: seconds streams get to finish"}),
     ("--max-body-bytes", {"type": int, "help": "largest request body"}),
     ("--cors-origins", {"nargs": "*", "help": "allowed browser origins (CORS)"}),

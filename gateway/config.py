@@ -70,6 +70,9 @@ class GatewayConfig(BaseModel):
     idle_timeout: float = Field(120.0, gt=0)
     total_timeout: float = Field(1800.0, gt=0)
     keepalive_interval: float = Field(15.0, gt=0)
+    #: Writes to one client at most this often (s): frames arriving sooner after a write are
+    #: held and sent together. 0 writes as soon as frames arrive.
+    flush_interval: float = Field(0.001, ge=0, le=1)
     #: Seconds in-flight streams get to finish after SIGTERM.
     drain_timeout: float = Field(10.0, ge=0)
     max_body_bytes: int = Field(4 * 1024 * 1024, gt=0)

@@ -1,0 +1,147 @@
+"""The response loop's flush interval: a burst of upstream frames goes out in one write per
+interval, a frame after a pause goes out at once. Driven by an upstream whose frames arrive at
+set times (as a socket would deliver them) and an ASGI ``send`` that records each write."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from typing import Any
+
+import orjson
+
+from gateway.dialects import create_translator
+from gateway.metrics import Metrics
+from gateway.streaming import ChatStream, StreamSettings
+from gateway.transports import UpstreamEnded
+
+TURN = "t1"
+
+
+def delta(text: str) -> dict[str, Any]:
+    return {"type": "message.part.text-delta", "turnId": TURN, "delta": text}
+
+
+def turn(*timed_deltas: tuple[float, str], end: float) -> list[tuple[float, dict[str, Any]]]:
+    return [
+        (0.0, {"type": "message.create", "turnId": TURN}),
+        *[(at, delta(text)) for at, text in timed_deltas],
+        (end, {"type": "message.finalize", "turnId": TURN, "reason": "end_turn"}),
+        (end, {"type": "complete"}),
+    ]
+
+
+class TimedUpstream:
+    """Frames that arrive at given times (seconds after the first ``recv``)."""
+
+    def __init__(self, timeline: list[tuple[float, dict[str, Any]]]) -> None:
+        self.timeline = deque(timeline)
+        self.start: float | None = None
+        self.gathered: list[float] = []
+
+    def _now(self) -> float:
+        loop = asyncio.get_running_loop()
+        if self.start is None:
+            self.start = loop.time()
+        return loop.time() - self.start
+
+    async def recv(self) -> bytes:
+        if not self.timeline:
+            raise UpstreamEnded
+        at, frame = self.timeline[0]
+        wait = at - self._now()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        self.timeline.popleft()
+        return orjson.dumps(frame)
+
+    def buffered(self) -> bool:
+        return bool(self.timeline) and self.timeline[0][0] <= self._now()
+
+    async def gather(self, seconds: float) -> None:
+        self.gathered.append(seconds)
+        await asyncio.sleep(seconds)
+
+    async def send(self, frame: dict[str, Any]) -> None:  # pragma: no cover - not used here
+        pass
+
+    async def aclose(self, *, abort_frame: dict[str, Any] | None = None) -> None:
+        pass
+
+
+async def run_turn(
+    timeline: list[tuple[float, dict[str, Any]]], flush_interval: float
+) -> tuple[list[tuple[float, list[dict[str, Any]]]], TimedUpstream]:
+    """Run one turn; return each write of upstream data (seconds after start, its chunks)."""
+    upstream = TimedUpstream(timeline)
+    settings = StreamSettings(
+        first_event_timeout=5,
+        idle_timeout=5,
+        total_timeout=30,
+        keepalive_interval=4,
+        flush_interval=flush_interval,
+        on_disconnect="abort",
+    )
+
+    async def on_done(stream: ChatStream) -> None:
+        pass
+
+    stream = ChatStream(
+        upstream=upstream,
+        translator=create_translator("agent-ops-v2"),
+        abort_frame={"type": "abort"},
+        settings=settings,
+        metrics=Metrics(),
+        request_id="r1",
+        started=0.0,
+        on_done=on_done,
+    )
+    stream.started = asyncio.get_running_loop().time()
+    writes: list[tuple[float, list[dict[str, Any]]]] = []
+    never = asyncio.Event()
+
+    async def receive() -> dict[str, Any]:
+        await never.wait()
+        return {"type": "http.disconnect"}  # pragma: no cover
+
+    async def send(message: dict[str, Any]) -> None:
+        body = message.get("body", b"")
+        chunks = [
+            orjson.loads(line[6:]) for line in body.split(b"\n\n") if line.startswith(b"data: {")
+        ]
+        if chunks:
+            writes.append((upstream._now(), chunks))
+
+    await asyncio.wait_for(stream({"type": "http"}, receive, send), 10)
+    return writes, upstream
+
+
+def deltas_of(chunks: list[dict[str, Any]]) -> list[str]:
+    return [c["delta"] for c in chunks if c["type"] == "text-delta"]
+
+
+async def test_a_burst_is_written_once_per_interval() -> None:
+    timeline = turn((0.0, "a"), (0.02, "b"), (0.04, "c"), end=0.06)
+    writes, upstream = await run_turn(timeline, flush_interval=0.1)
+    assert [deltas_of(chunks) for _, chunks in writes] == [["a"], ["b", "c"]]
+    # The second write waited for the rest of the interval after the first, and took the end
+    # of the turn with it.
+    assert writes[1][0] >= 0.09
+    assert writes[1][1][-1]["type"] == "finish"
+    assert len(upstream.gathered) == 1 and 0.05 < upstream.gathered[0] <= 0.1
+
+
+async def test_a_frame_after_a_pause_is_written_at_once() -> None:
+    timeline = turn((0.0, "a"), (0.15, "b"), (0.3, "c"), end=0.45)
+    writes, upstream = await run_turn(timeline, flush_interval=0.05)
+    assert [deltas_of(chunks) for _, chunks in writes][:3] == [["a"], ["b"], ["c"]]
+    for (written, _), arrived in zip(writes[1:3], (0.15, 0.3), strict=True):
+        assert written - arrived < 0.04
+    assert upstream.gathered == []
+
+
+async def test_zero_interval_writes_whatever_is_there() -> None:
+    timeline = turn((0.0, "a"), (0.02, "b"), (0.04, "c"), end=0.06)
+    writes, upstream = await run_turn(timeline, flush_interval=0)
+    assert [deltas_of(chunks) for _, chunks in writes][:3] == [["a"], ["b"], ["c"]]
+    assert upstream.gathered == []

@@ -17,8 +17,8 @@ upstream's sends got cheaper too (a sleeping reader no longer has to be woken fo
 
 Backpressure needs no buffer of ours: the loop receives the next frame only after ``await send``
 returned, and ``send`` returns only when the transport can take more. While it waits, frames
-pile up in the websockets client's small bounded queue, which then stops reading its socket, so
-the upstream is slowed down instead of the gateway buffering the turn.
+pile up in the upstream transport, which stops reading its socket above 64 KiB, so the upstream
+is slowed down instead of the gateway buffering the turn.
 
 Every way a turn can end produces a valid ending: the translator (through its guard) closes open
 parts, settles tools, and writes ``error`` (when it is one) and exactly one ``finish``; then

@@ -12,8 +12,9 @@ sooner after a write waits for the rest of the interval while the upstream socke
 (``Upstream.gather``), then everything that arrived is read, translated and written at once. A
 model streaming tokens tens of milliseconds apart never waits; an upstream sending as fast as
 it can costs one read and one write per millisecond instead of a wake-up per TCP segment — on
-the benchmark's 2-core VM that took the gateway from 29 to 16-22 µs of CPU per event, and the
-upstream's sends got cheaper too (a sleeping reader no longer has to be woken for each one).
+the benchmark's 2-core VM that took the gateway from 29 to 21-26 µs of CPU per event (S1, with
+the old websockets client), and the upstream's sends got cheaper too (a sleeping reader no longer
+has to be woken for each one).
 
 Backpressure needs no buffer of ours: the loop receives the next frame only after ``await send``
 returned, and ``send`` returns only when the transport can take more. While it waits, frames

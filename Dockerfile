@@ -1,4 +1,5 @@
 # chunkbridge gateway: docker build -t chunkbridge . && docker run -p 8000:8000 \
+#   -e CHUNKBRIDGE_DIALECT=agent-ops-v2 \
 #   -e CHUNKBRIDGE_UPSTREAM='ws://backend:9000/sessions/{session_id}/ws' chunkbridge
 FROM python:3.11-slim
 

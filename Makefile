@@ -26,10 +26,9 @@ $(EXAMPLE)/node_modules/.installed: $(EXAMPLE)/package.json $(EXAMPLE)/package-l
 	cd $(EXAMPLE) && $(NPM_CI)
 	@touch $@
 
-# The whole suite: lint, unit, property, real-client conformance, gateway, soak and browser tests.
-test: install
-	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
+# The whole suite: lint, types, architecture, then unit, property, real-client conformance,
+# gateway, soak and browser tests.
+test: install lint
 	$(BIN)/python -m pytest
 
 # Only the browser end-to-end test (builds the React app for AI SDK 5 and 7, drives Chromium).
@@ -39,8 +38,12 @@ e2e: install
 demo: install
 	$(BIN)/chunkbridge demo
 
+# ruff (style, sans-I/O imports), mypy --strict, import-linter (the core imports no dialect…).
 lint: install
-	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 # Pipeline micro-benchmark (no I/O); the end-to-end comparison is bench/run_gateway_bench.sh.
 bench-micro: install

@@ -31,8 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import orjson  # noqa: E402
 
 from gateway.dialects import create_translator  # noqa: E402
-from translators.guard import StreamGuard  # noqa: E402
-from translators.sse_codec import encode_chunks  # noqa: E402
+from translators.core.guard import StreamGuard  # noqa: E402
+from translators.core.sse_codec import encode_chunks  # noqa: E402
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else int(os.environ.get("BENCH_N", 1_000_000))
 REPEAT = int(os.environ.get("REPEAT", 3))

@@ -3,8 +3,11 @@
 Error policy (Starlette's ``response_started`` rule): everything that can fail before the first
 byte — request shape, auth, the session's turn lock, connecting to the upstream and sending the
 prompt — fails as a short plain-text HTTP error (the AI SDK shows the body to the user). Once
-streaming, problems become an ``error`` chunk (see :mod:`gateway.streaming`). Every request ends
+streaming, problems become an ``error`` chunk (see :mod:`gateway.driver`). Every request ends
 with one structured log line (``request.rejected`` or ``stream.end``).
+
+The app names no dialect: the configured one comes from the registry (:mod:`gateway.dialects`),
+and its contract decides how a turn starts upstream (:mod:`gateway.connectors`).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import urlsplit
 
 import orjson
 from pydantic import ValidationError
@@ -29,51 +32,84 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 from gateway.auth import authenticate
-from gateway.config import GatewayConfig
-from gateway.dialects import create_translator
+from gateway.config import ConfigError, GatewayConfig
+from gateway.connectors import Connector, connector_for
+from gateway.dialects import UnknownDialect, get_dialect, registry
+from gateway.driver import DriverSettings, TurnDriver
 from gateway.errors import (
     BadRequest,
     GatewayError,
     PayloadTooLarge,
+    ServiceUnavailable,
     TurnInProgress,
     UnsupportedMediaType,
 )
-from gateway.frames import build_frames
 from gateway.logging import get_logger
 from gateway.metrics import Metrics
-from gateway.streaming import ChatStream, StreamSettings
-from gateway.transports import open_websocket
-from gateway.transports.base import Upstream
+from gateway.streaming import ChatStream
 from protocol_specs.chat_request import ChatRequest
-from translators.base import TranslatorOptions, UnknownEventPolicy
+from translators.core.turn import Turn, TurnOptions
+from translators.kit import (
+    Dialect,
+    RequestRejected,
+    Translator,
+    TranslatorOptions,
+    TurnInput,
+    UnknownEventPolicy,
+)
 
-__all__ = ["create_app", "GatewayState"]
+__all__ = ["GatewayState", "create_app"]
 
 SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@~-]{0,127}")
 _JSON_TYPES = ("application/json",)
+#: An over-limit body is still read (and dropped) up to this much and this long, so that a
+#: client that sends its whole body before reading its response (as ``fetch`` does) gets the
+#: 413 instead of a reset connection. Beyond that the connection is closed.
+DRAIN_BYTES = 64 * 1024 * 1024
+DRAIN_SECONDS = 1.5
+#: ``Retry-After`` of the 503 a draining gateway answers, in seconds.
+RETRY_AFTER_DRAINING = 5
 
 
 class GatewayState:
-    """Per-app state: config, metrics, turn locks, open streams (for the SIGTERM drain)."""
+    """Per-app state: config, dialect, connector, metrics, turn locks, open streams."""
 
     def __init__(self, config: GatewayConfig) -> None:
+        self.metrics = Metrics()
+        self.turns: Counter[str] = Counter()
+        self.streams: set[ChatStream] = set()
+        self.draining = False
+        self.log = get_logger("chunkbridge.gateway")
+        self._stream_closed = asyncio.Event()
+        self.configure(config)
+
+    def configure(self, config: GatewayConfig) -> None:
+        """Use ``config`` for the next turns. Raises :class:`ConfigError` when the dialect is
+        unknown, its settings are invalid, or it does not speak the upstream URL's transport."""
+        if config.dialect is None:
+            names = ", ".join(registry().dialects) or "none registered"
+            raise ConfigError(f"no dialect: set one with --dialect NAME (available: {names})")
+        try:
+            dialect = get_dialect(config.dialect)
+        except UnknownDialect as exc:
+            raise ConfigError(str(exc)) from exc
+        raw = config.dialect_settings.get(dialect.name, {})
+        try:
+            settings = dialect.settings.model_validate(raw)
+        except ValidationError as exc:
+            raise ConfigError(f"invalid settings for dialect {dialect.name}: {exc}") from exc
         self.config = config
-        #: The same for every turn (the config does not change while the app runs).
-        self.stream_settings = StreamSettings(
+        self.dialect: Dialect = dialect
+        self.dialect_settings = settings
+        self.connector: Connector = connector_for(dialect, config)
+        self.driver_settings = DriverSettings(
             first_event_timeout=config.first_event_timeout,
             idle_timeout=config.idle_timeout,
             total_timeout=config.total_timeout,
             keepalive_interval=config.keepalive_interval,
             flush_interval=config.flush_interval,
-            on_disconnect=config.on_disconnect,
         )
-        self.metrics = Metrics()
-        self.turns: Counter[str] = Counter()
-        self.streams: set[ChatStream] = set()
-        self.http: Any = None  # an httpx.AsyncClient once an HTTP upstream is used
-        self.draining = False
-        self.log = get_logger("chunkbridge.gateway")
-        self._stream_closed = asyncio.Event()
+        self.unknown_events = UnknownEventPolicy(config.unknown_events)
 
     def acquire_turn(self, session_id: str) -> None:
         if self.turns[session_id] >= self.config.max_turns_per_session:
@@ -103,14 +139,25 @@ class GatewayState:
 
 async def _read_body(request: Request, limit: int) -> bytes:
     declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise PayloadTooLarge(detail=f"content-length {declared}")
+    too_large = declared is not None and declared.isdigit() and int(declared) > limit
+    stream = request.stream()
     body = bytearray()
-    async for part in request.stream():
-        body += part
-        if len(body) > limit:
-            raise PayloadTooLarge(detail=f"more than {limit} bytes")
-    return bytes(body)
+    if not too_large:
+        async for part in stream:
+            body += part
+            if len(body) > limit:
+                break
+        else:
+            return bytes(body)
+    if not (declared is not None and declared.isdigit() and int(declared) > DRAIN_BYTES):
+        drained = len(body)
+        with contextlib.suppress(TimeoutError, Exception):
+            async with asyncio.timeout(DRAIN_SECONDS):
+                async for part in stream:
+                    drained += len(part)
+                    if drained > DRAIN_BYTES:
+                        break
+    raise PayloadTooLarge(detail=f"content-length {declared}" if declared else f"over {limit}")
 
 
 def _parse_chat_request(body: bytes) -> ChatRequest:
@@ -131,46 +178,19 @@ def _parse_chat_request(body: bytes) -> ChatRequest:
         ) from exc
 
 
-async def _open_upstream(
-    state: GatewayState, session_id: str, headers: dict[str, str], prompt: dict[str, Any]
-) -> Upstream:
-    config = state.config
-    if config.upstream_kind == "openai":
-        import httpx
-
-        from gateway.transports.openai_http import open_openai_http
-
-        if state.http is None:
-            state.http = httpx.AsyncClient(trust_env=False)
-        return await open_openai_http(
-            state.http,
-            config.upstream,
-            prompt,
-            api_key=config.openai_api_key,
-            max_retries=config.openai_max_retries,
-            connect_timeout=config.connect_timeout,
-        )
-    url = config.upstream.replace("{session_id}", quote(session_id, safe=""))
-    upstream = await open_websocket(url, headers=headers, connect_timeout=config.connect_timeout)
-    try:
-        await upstream.send(prompt)
-    except BaseException:
-        await upstream.aclose()
-        raise
-    return upstream
-
-
 async def chat(request: Request) -> Any:
     state: GatewayState = request.app.state.gateway
     config = state.config
     started = time.monotonic()
     request_id = request.headers.get("x-request-id") or uuid.uuid4().hex[:16]
     session_id = request.path_params["session_id"]
-    log = state.log.bind(request_id=request_id, session_id=session_id[:128], dialect=config.dialect)
+    log = state.log.bind(
+        request_id=request_id, session_id=session_id[:128], dialect=state.dialect.name
+    )
     turn_held = False
     try:
         if state.draining:
-            raise GatewayError("The server is restarting; please try again.")
+            raise ServiceUnavailable(RETRY_AFTER_DRAINING, detail="draining")
         if not SESSION_ID.fullmatch(session_id):
             raise BadRequest("The session id is not valid.")
         content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -181,34 +201,32 @@ async def chat(request: Request) -> Any:
         state.acquire_turn(session_id)
         turn_held = True
         run_id = uuid.uuid4().hex
-        frames = build_frames(config, chat_request, session_id, run_id)
-        upstream = await _open_upstream(state, session_id, forward, frames.prompt)
-    except GatewayError as exc:
+        turn_input = TurnInput(
+            chat_request, session_id, run_id, state.dialect_settings, config.history.value
+        )
+        try:
+            upstream = await state.connector.open(turn_input, forward)
+        except RequestRejected as exc:
+            raise BadRequest(exc.client_message) from exc
+    except Exception as exc:
         if turn_held:
             state.release_turn(session_id)
-        status = getattr(exc, "status_hint", 500)
-        state.metrics.requests.labels(str(status)).inc()
-        if status >= 502:
-            state.metrics.upstream_errors.labels(type(exc).__name__).inc()
-        log.info(
-            "request.rejected",
-            status=status,
-            error=type(exc).__name__,
-            detail=exc.detail,
-            duration_ms=round((time.monotonic() - started) * 1000, 1),
-        )
-        return PlainTextResponse(exc.client_message, status_code=status)
+        return _rejected(state, log, exc, started)
 
     message_id = chat_request.response_message_id() or f"msg_{run_id[:24]}"
-    translator = create_translator(
-        config.dialect,
+    translator = state.dialect.translator(
         TranslatorOptions(
-            target=config.target,
-            unknown_events=UnknownEventPolicy(config.unknown_events),
-            message_id=message_id,
+            unknown_events=state.unknown_events,
             dynamic_tools=config.dynamic_tools,
-            mask_errors=config.mask_errors,
-        ),
+            settings=state.dialect_settings,
+        )
+    )
+    turn = Turn(
+        translator,
+        TurnOptions(target=config.target, message_id=message_id, mask_errors=config.mask_errors),
+    )
+    driver = TurnDriver(
+        upstream, turn, state.driver_settings, started=started, counters=state.metrics
     )
     state.metrics.requests.labels("200").inc()
     state.metrics.active_streams.inc()
@@ -217,49 +235,77 @@ async def chat(request: Request) -> Any:
         # Takes the stream as an argument: a closure over it would make stream and callback a
         # reference cycle, keeping every finished turn (upstream socket, translator, buffers)
         # alive until the cyclic garbage collector happens to run.
-        outcome = stream.outcome
         state.forget_stream(stream)
         state.release_turn(session_id)
-        duration = time.monotonic() - started
-        metrics = state.metrics
-        metrics.active_streams.dec()
-        metrics.stream_duration.observe(duration)
-        reason = outcome.reason or translator.guard.finish_reason or "completed"
-        reason_name = reason.value if hasattr(reason, "value") else str(reason)
-        metrics.stream_outcomes.labels(reason_name).inc()
-        unknown = sum(v for k, v in translator.stats.items() if k.startswith("unknown-event:"))
-        metrics.unknown_events.inc(unknown)
-        if outcome.first_chunk_at is not None:
-            metrics.time_to_first_chunk.observe(outcome.first_chunk_at - started)
-        log.info(
-            "stream.end",
-            status=200,
-            outcome=reason_name,
-            finish_reason=translator.guard.finish_reason,
-            duration_ms=round(duration * 1000, 1),
-            upstream_events=translator.events,
-            chunks=outcome.events_out,
-            bytes=outcome.bytes_out,
-            unknown_events=unknown,
-            malformed_events=translator.stats.get("malformed-event", 0),
-            guard_repairs=sum(translator.guard.repairs.values()),
-            conversions=sum(translator.guard.gate.conversions.values()),
-            client_disconnected=outcome.client_disconnected,
-            error=outcome.error_detail,
-        )
+        _log_stream_end(state, log, stream, translator, started)
 
     stream = ChatStream(
-        upstream=upstream,
-        translator=translator,
-        abort_frame=frames.abort,
-        settings=state.stream_settings,
-        metrics=state.metrics,
-        request_id=request_id,
-        started=started,
-        on_done=finished,
+        driver=driver, on_disconnect=config.on_disconnect, request_id=request_id, on_done=finished
     )
     state.streams.add(stream)
     return stream
+
+
+def _rejected(state: GatewayState, log: Any, exc: Exception, started: float) -> Response:
+    """The HTTP error for a request that failed before streaming, and its log line."""
+    duration_ms = round((time.monotonic() - started) * 1000, 1)
+    if not isinstance(exc, GatewayError):  # a bug of ours: a generic answer, the detail logged
+        state.metrics.internal_errors.inc()
+        log.error("request.failed", status=500, duration_ms=duration_ms, exc_info=exc)
+        exc = GatewayError(detail=f"{type(exc).__name__}: {exc}")
+    status = exc.status_hint
+    state.metrics.requests.labels(str(status)).inc()
+    if status >= 502:
+        state.metrics.upstream_errors.labels(type(exc).__name__).inc()
+    log.info(
+        "request.rejected",
+        status=status,
+        error=type(exc).__name__,
+        detail=exc.detail,
+        duration_ms=duration_ms,
+    )
+    return PlainTextResponse(exc.client_message, status_code=status, headers=exc.headers)
+
+
+def _log_stream_end(
+    state: GatewayState, log: Any, stream: ChatStream, translator: Translator, started: float
+) -> None:
+    driver = stream.driver
+    turn = driver.turn
+    duration = time.monotonic() - started
+    metrics = state.metrics
+    metrics.active_streams.dec()
+    metrics.stream_duration.observe(duration)
+    close_reason = turn.close_reason.value if turn.close_reason is not None else "unfinished"
+    metrics.stream_outcomes.labels(close_reason).inc()
+    if driver.upstream_error is not None:
+        metrics.upstream_errors.labels(type(driver.upstream_error).__name__).inc()
+    error = str(driver.upstream_error) if driver.upstream_error is not None else None
+    if turn.internal_error is not None:
+        metrics.internal_errors.inc()
+        error = f"{type(turn.internal_error).__name__}: {turn.internal_error}"[:500]
+        log.error("turn.internal_error", exc_info=turn.internal_error)
+    unknown = sum(v for k, v in translator.stats.items() if k.startswith("unknown-event:"))
+    metrics.unknown_events.inc(unknown)
+    if driver.first_write_at is not None:
+        metrics.time_to_first_chunk.observe(driver.first_write_at - started)
+    log.info(
+        "stream.end",
+        status=200,
+        close_reason=close_reason,
+        finish_reason=turn.finish_reason,
+        timeout=driver.timeout.value if driver.timeout is not None else None,
+        duration_ms=round(duration * 1000, 1),
+        upstream_events=turn.events,
+        chunks=driver.events_out,
+        bytes=driver.bytes_out,
+        unknown_events=unknown,
+        malformed_events=translator.stats.get("malformed-event", 0),
+        guard_repairs=sum(turn.guard.repairs.values()),
+        conversions=sum(turn.guard.gate.conversions.values()),
+        client_disconnected=stream.client_disconnected,
+        error=error,
+    )
 
 
 async def healthz(request: Request) -> Response:
@@ -270,7 +316,9 @@ async def readyz(request: Request) -> Response:
     """Ready when the upstream's host accepts TCP connections."""
     state: GatewayState = request.app.state.gateway
     if state.draining:
-        return PlainTextResponse("draining", status_code=503)
+        return PlainTextResponse(
+            "draining", status_code=503, headers={"retry-after": str(RETRY_AFTER_DRAINING)}
+        )
     target = urlsplit(state.config.upstream.replace("{session_id}", "x"))
     port = target.port or (443 if target.scheme in ("wss", "https") else 80)
     try:
@@ -296,6 +344,7 @@ def create_app(
     on_startup: Callable[[GatewayState], Awaitable[None]] | None = None,
     on_shutdown: Callable[[], Awaitable[None]] | None = None,
 ) -> Starlette:
+    """The app for ``config``. Raises :class:`ConfigError` when the dialect cannot serve it."""
     state = GatewayState(config)
     middleware = []
     if config.cors_origins:
@@ -315,8 +364,7 @@ def create_app(
             await on_startup(state)
         yield
         await state.drain(state.config.drain_timeout)
-        if state.http is not None:
-            await state.http.aclose()
+        await state.connector.aclose()
         if on_shutdown is not None:
             await on_shutdown()
 

@@ -45,7 +45,7 @@ def authenticate(
 def _verify_jwt(config: GatewayConfig, token: str) -> dict[str, Any]:
     import jwt  # imported on use: PyJWT + cryptography cost ~10 MB of RSS per process
 
-    options = {"require": ["exp"]}
+    options: Any = {"require": ["exp"]}
     try:
         return jwt.decode(
             token,

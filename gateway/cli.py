@@ -34,7 +34,7 @@ def _read_input(path: str) -> bytes:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from translators.validator import validate_sse
+    from translators.core.validator import validate_sse
 
     try:
         body = _read_input(args.file)

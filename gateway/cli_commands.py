@@ -1,50 +1,105 @@
-"""Subcommands beyond ``validate``: registered here so :mod:`gateway.cli` stays small."""
+"""Subcommands beyond ``validate``: registered here so :mod:`gateway.cli` stays small.
+
+``serve``, ``demo`` and ``record`` take every setting as a flag, generated from the settings models
+(:mod:`gateway.flags`): the gateway's own and each registered dialect's.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from gateway.config import ConfigError, GatewayConfig, LoadedConfig
 
 __all__ = ["register"]
 
+AddTarget = Callable[[argparse.ArgumentParser], None]
+
+
+@dataclass(slots=True)
+class _Flags:
+    """The generated flags of one subcommand: argparse dest → setting."""
+
+    gateway: dict[str, str] = field(default_factory=dict)
+    dialects: dict[str, dict[str, str]] = field(default_factory=dict)
+
+
+def _add_settings(parser: argparse.ArgumentParser, exclude: Iterable[str] = ()) -> _Flags:
+    from gateway.dialects import registry
+    from gateway.flags import add_model_flags
+
+    parser.add_argument("--config", metavar="FILE.toml", help="TOML configuration file")
+    flags = _Flags(add_model_flags(parser, GatewayConfig, exclude=exclude))
+    for name, dialect in registry().dialects.items():
+        if dialect.settings.model_fields:
+            group = parser.add_argument_group(f"dialect {name}")
+            flags.dialects[name] = add_model_flags(group, dialect.settings, prefix=f"{name}-")
+    return flags
+
+
+def _load(args: argparse.Namespace, flags: _Flags, **overrides: Any) -> LoadedConfig:
+    from gateway.config import load_config
+    from gateway.dialects import registry
+    from gateway.flags import collect
+
+    models = {name: d.settings for name, d in registry().dialects.items()}
+    values = collect(args, flags.gateway)
+    values.update(overrides)
+    return load_config(
+        Path(args.config) if args.config else None,
+        dialect_models=models,
+        dialect_flags={name: collect(args, dests) for name, dests in flags.dialects.items()},
+        **values,
+    )
+
+
+def _fail(command: str, message: object) -> int:
+    print(f"chunkbridge {command}: {message}", file=sys.stderr)
+    return 2
+
+
+# -- dialects, replay ----------------------------------------------------------------------------
+
 
 def cmd_dialects(args: argparse.Namespace) -> int:
-    from gateway.dialects import available_dialects
+    from gateway.dialects import registry
 
-    for name, cls in available_dialects().items():
-        print(f"{name:16} {cls.summary}")
+    found = registry()
+    for name, dialect in found.dialects.items():
+        transports = "/".join(t for t in ("ws", "http") if t in dialect.transports)
+        print(f"{name:18} {transports:8} {dialect.summary}")
+    for name, why in found.broken.items():
+        print(f"{name:18} {'broken':8} {why}")
     return 0
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
     from gateway.dialects import UnknownDialect, get_dialect
-    from gateway.replay import golden_diff, replay_lines
-    from translators.base import UnknownEventPolicy
+    from gateway.recordings import frames_of
+    from gateway.replay import golden_diff, replay_frames
+    from translators.kit import UnknownEventPolicy
 
     try:
         get_dialect(args.dialect)
     except UnknownDialect as exc:
-        print(f"chunkbridge replay: {exc}", file=sys.stderr)
-        return 2
+        return _fail("replay", exc)
     try:
         raw = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
     except OSError as exc:
-        print(f"chunkbridge replay: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
-        return 2
-    text = raw.decode("utf-8", "surrogateescape")
-    lines = [line.removesuffix("\r") for line in text.split("\n")]
-    output = replay_lines(
+        return _fail("replay", f"cannot read {args.file}: {exc.strerror}")
+    output = replay_frames(
         args.dialect,
-        lines,
+        frames_of(raw.decode("utf-8", "surrogateescape")),
         target=args.target,
         unknown_events=UnknownEventPolicy(args.unknown_events),
     )
     if args.update:
         if not args.check:
-            print("chunkbridge replay: --update needs --check GOLDEN.sse", file=sys.stderr)
-            return 2
+            return _fail("replay", "--update needs --check GOLDEN.sse")
         Path(args.check).write_bytes(output)
         print(f"wrote {args.check}", file=sys.stderr)
         return 0
@@ -52,8 +107,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         try:
             expected = Path(args.check).read_bytes()
         except OSError as exc:
-            print(f"chunkbridge replay: cannot read {args.check}: {exc.strerror}", file=sys.stderr)
-            return 2
+            return _fail("replay", f"cannot read {args.check}: {exc.strerror}")
         diff = golden_diff(expected, output, args.check)
         if diff:
             sys.stdout.write(diff)
@@ -63,9 +117,167 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- serve, demo, mock-upstream, record ----------------------------------------------------------
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from gateway.app import create_app
+    from gateway.logging import configure_logging, get_logger
+    from gateway.server import run_app
+
+    try:
+        loaded = _load(args, args.flags)
+        config = loaded.config
+        app = create_app(config)
+    except ConfigError as exc:
+        return _fail("serve", exc)
+    configure_logging(config.log_level, config.log_format)
+    log = get_logger()
+    for warning in loaded.warnings:
+        log.warning("config.warning", detail=warning)
+    log.info(
+        "gateway.start",
+        host=config.host,
+        port=config.port,
+        dialect=config.dialect,
+        upstream=config.upstream,
+        target=config.target,
+        auth=config.auth.value,
+    )
+    run_app(app, config.host, config.port, config.log_level)
+    return 0
+
+
+def _demo_dialect(requested: str | None) -> Any:
+    from gateway.dialects import get_dialect, registry
+
+    if requested is not None:
+        dialect = get_dialect(requested)
+        if dialect.demo is None or dialect.websocket is None:
+            raise ConfigError(f"dialect {requested!r} has no demo")
+        return dialect
+    for dialect in registry().dialects.values():
+        if dialect.demo is not None and dialect.websocket is not None:
+            return dialect
+    raise ConfigError("no registered dialect has a demo")
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from gateway.app import GatewayState, create_app
+    from gateway.demo import demo_routes
+    from gateway.logging import configure_logging
+    from gateway.server import run_app
+    from gateway.upstreams import DemoUpstream
+
+    try:
+        dialect = _demo_dialect(args.dialect)
+        loaded = _load(
+            args,
+            args.flags,
+            dialect=dialect.name,
+            upstream="ws://127.0.0.1:1/sessions/{session_id}/ws",  # replaced at start-up
+            log_format=args.log_format or "console",
+        )
+        config = loaded.config
+        upstream = DemoUpstream(dialect.demo)
+
+        async def start_upstream(state: GatewayState) -> None:
+            await upstream.start("127.0.0.1", 0)
+            state.configure(config.model_copy(update={"upstream": upstream.url_template}))
+
+        app = create_app(
+            config,
+            extra_routes=demo_routes(upstream, dialect.name),
+            on_startup=start_upstream,
+            on_shutdown=upstream.aclose,
+        )
+    except ConfigError as exc:
+        return _fail("demo", exc)
+    configure_logging(config.log_level, config.log_format)
+    base = f"http://{config.host}:{config.port}"
+    print(f"chunkbridge demo: open {base}/ in a browser", flush=True)
+    print(
+        f"  chat endpoint  POST {base}/api/sessions/<any-id>/chat  (useChat, ai 5/6/7)", flush=True
+    )
+    print(f"  health         {base}/healthz   metrics {base}/metrics", flush=True)
+    print(
+        f"  the demo upstream ({dialect.name} over WebSocket) listens on 127.0.0.1; Ctrl-C stops",
+        flush=True,
+    )
+    run_app(app, config.host, config.port)
+    return 0
+
+
+def cmd_mock_upstream(args: argparse.Namespace) -> int:
+    import asyncio
+    import signal
+
+    from gateway.upstreams import RecordingUpstream, recording_http_app
+
+    files = [Path(f) for f in args.files]
+    missing = [str(f) for f in files if not f.is_file()]
+    if missing:
+        return _fail("mock-upstream", f"no such file: {', '.join(missing)}")
+    if args.transport == "http":
+        from gateway.server import run_app
+
+        base = f"http://{args.host}:{args.port}"
+        print(
+            f"mock upstream: {base}/sessions/{{session_id}}/… (any POST) serving "
+            f"{len(files)} recording(s) as server-sent events, timing {args.timing}",
+            flush=True,
+        )
+        run_app(recording_http_app(files, args.timing), args.host, args.port, "warning")
+        return 0
+
+    async def run() -> None:
+        upstream = RecordingUpstream(files, timing=args.timing)
+        await upstream.start(args.host, args.port)
+        print(
+            f"mock upstream: ws://{args.host}:{upstream.port}/sessions/{{session_id}}/ws "
+            f"serving {len(files)} recording(s), timing {args.timing}",
+            flush=True,
+        )
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+        await upstream.aclose()
+
+    asyncio.run(run())
+    return 0
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from gateway.record import record
+
+    if not (args.upstream and args.dialect):
+        return _fail("record", "--upstream and --dialect are required")
+    try:
+        config = _load(args, args.flags).config
+        count = asyncio.run(
+            record(
+                config,
+                args.prompt,
+                Path(args.output),
+                session_id=args.session,
+                max_seconds=args.timeout,
+            )
+        )
+    except ConfigError as exc:
+        return _fail("record", exc)
+    except Exception as exc:  # the CLI reports, it does not trace
+        print(f"chunkbridge record: {exc}", file=sys.stderr)
+        return 1
+    print(f"recorded {count} frames into {args.output}", file=sys.stderr)
+    return 0
+
+
 def register(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser],
-    add_target: Callable[[argparse.ArgumentParser], None],
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], add_target: AddTarget
 ) -> None:
     """Add the remaining subcommands to ``sub``."""
     dialects = sub.add_parser("dialects", help="list the upstream dialects")
@@ -92,240 +304,47 @@ def register(
     )
     replay.add_argument("--update", action="store_true", help="with --check: rewrite the golden")
     replay.set_defaults(func=cmd_replay)
-    register_servers(sub, add_target)
 
-
-# -- serve, demo, mock-upstream, record ------------------------------------------------------
-
-_SERVE_FLAGS: list[tuple[str, dict]] = [
-    ("--host", {"help": "address to listen on (default 127.0.0.1)"}),
-    ("--port", {"type": int, "help": "port (default 8000)"}),
-    (
-        "--upstream",
-        {"help": "upstream URL template, e.g. ws://backend:9000/sessions/{session_id}/ws"},
-    ),
-    (
-        "--upstream-kind",
-        {"choices": ["websocket", "openai"], "help": "websocket (default) or openai (HTTP)"},
-    ),
-    ("--dialect", {"help": "upstream dialect (default agent-ops-v2; see 'chunkbridge dialects')"}),
-    (
-        "--target",
-        {"type": int, "choices": [5, 6, 7], "help": "AI SDK major of the clients (default 5)"},
-    ),
-    ("--auth", {"choices": ["none", "bearer-forward", "jwt"], "help": "authentication mode"}),
-    ("--jwt-key", {"help": "HS256 secret or RS256 public key (PEM)"}),
-    ("--jwt-key-file", {"help": "file holding the JWT key"}),
-    ("--jwt-issuer", {"help": "required JWT issuer"}),
-    ("--jwt-audience", {"help": "required JWT audience"}),
-    (
-        "--history",
-        {"choices": ["latest", "full"], "help": "send the latest user message or the full history"},
-    ),
-    ("--connect-timeout", {"type": float, "help": "upstream handshake timeout, s"}),
-    ("--first-event-timeout", {"type": float, "help": "silence allowed before the first event, s"}),
-    ("--idle-timeout", {"type": float, "help": "silence allowed between events, s"}),
-    ("--total-timeout", {"type": float, "help": "longest turn, s"}),
-    (
-        "--keepalive-interval",
-        {"type": float, "help": "keep-alive comment after this much silence, s"},
-    ),
-    (
-        "--flush-interval",
-        {"type": float, "help": "at most one write per client per this many s (0: no holding)"},
-    ),
-    ("--drain-timeout", {"type": float, "help": "SIGTERM: seconds streams get to finish"}),
-    ("--max-body-bytes", {"type": int, "help": "largest request body"}),
-    ("--cors-origins", {"nargs": "*", "help": "allowed browser origins (CORS)"}),
-    (
-        "--mask-errors",
-        {"action": "store_true", "default": None, "help": "hide upstream error texts"},
-    ),
-    (
-        "--on-disconnect",
-        {"choices": ["abort", "detach"], "help": "what a client disconnect does upstream"},
-    ),
-    (
-        "--unknown-events",
-        {"choices": ["forward", "drop", "error"], "help": "unknown upstream events policy"},
-    ),
-    ("--max-turns-per-session", {"type": int, "help": "concurrent turns per session (409 beyond)"}),
-    ("--openai-model", {"help": "model for upstream-kind openai"}),
-    ("--log-level", {"choices": ["debug", "info", "warning", "error"], "help": "log level"}),
-    ("--log-format", {"choices": ["json", "console"], "help": "log format"}),
-]
-
-
-def _config_from_args(args: argparse.Namespace, **overrides: object):
-    from gateway.config import load_config
-
-    flags = {
-        name.lstrip("-").replace("-", "_"): getattr(args, name.lstrip("-").replace("-", "_"))
-        for name, _ in _SERVE_FLAGS
-    }
-    flags.update(overrides)
-    return load_config(Path(args.config) if args.config else None, **flags)
-
-
-def cmd_serve(args: argparse.Namespace) -> int:
-    from gateway.app import create_app
-    from gateway.config import ConfigError
-    from gateway.logging import configure_logging, get_logger
-    from gateway.server import run_app
-
-    try:
-        config = _config_from_args(args)
-    except ConfigError as exc:
-        print(f"chunkbridge serve: {exc}", file=sys.stderr)
-        return 2
-    configure_logging(config.log_level, config.log_format)
-    get_logger().info(
-        "gateway.start",
-        host=config.host,
-        port=config.port,
-        dialect=config.dialect,
-        upstream=config.upstream,
-        target=config.target,
-        auth=config.auth.value,
-    )
-    run_app(create_app(config), config.host, config.port, config.log_level)
-    return 0
-
-
-def cmd_demo(args: argparse.Namespace) -> int:
-    from gateway.app import create_app
-    from gateway.config import load_config
-    from gateway.demo import demo_routes
-    from gateway.logging import configure_logging
-    from gateway.server import run_app
-    from gateway.upstreams import DemoUpstream
-
-    upstream = DemoUpstream()
-
-    config = load_config(
-        None,
-        host=args.host,
-        port=args.port,
-        upstream="ws://127.0.0.1:1/sessions/{session_id}/ws",
-        dialect="agent-ops-v2",
-        log_format="console",
-        target=args.target,
-        cors_origins=args.cors_origins or [],
-    )
-
-    async def start_upstream(state) -> None:
-        await upstream.start("127.0.0.1", 0)
-        state.config = config.model_copy(update={"upstream": upstream.url_template})
-
-    app = create_app(
-        config,
-        extra_routes=demo_routes(upstream),
-        on_startup=start_upstream,
-        on_shutdown=upstream.aclose,
-    )
-    configure_logging("info", "console")
-    base = f"http://{config.host}:{config.port}"
-    print(f"chunkbridge demo: open {base}/ in a browser", flush=True)
-    print(
-        f"  chat endpoint  POST {base}/api/sessions/<any-id>/chat  (useChat, ai 5/6/7)", flush=True
-    )
-    print(f"  health         {base}/healthz   metrics {base}/metrics", flush=True)
-    print(
-        "  the demo upstream (agent-ops-v2 over WebSocket) listens on 127.0.0.1; Ctrl-C stops",
-        flush=True,
-    )
-    run_app(app, config.host, config.port)
-    return 0
-
-
-def cmd_mock_upstream(args: argparse.Namespace) -> int:
-    import asyncio
-    import signal
-
-    from gateway.upstreams import RecordingUpstream
-
-    files = [Path(f) for f in args.files]
-    missing = [str(f) for f in files if not f.is_file()]
-    if missing:
-        print(f"chunkbridge mock-upstream: no such file: {', '.join(missing)}", file=sys.stderr)
-        return 2
-
-    async def run() -> None:
-        upstream = RecordingUpstream(files, timing=args.timing)
-        await upstream.start(args.host, args.port)
-        print(
-            f"mock upstream: ws://{args.host}:{upstream.port}/sessions/{{session_id}}/ws "
-            f"serving {len(files)} recording(s), timing {args.timing}",
-            flush=True,
-        )
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        await stop.wait()
-        await upstream.aclose()
-
-    asyncio.run(run())
-    return 0
-
-
-def cmd_record(args: argparse.Namespace) -> int:
-    import asyncio
-
-    from gateway.record import record
-
-    try:
-        count = asyncio.run(
-            record(
-                args.upstream,
-                args.dialect,
-                args.prompt,
-                Path(args.output),
-                session_id=args.session,
-                max_seconds=args.timeout,
-            )
-        )
-    except Exception as exc:  # the CLI reports, it does not trace
-        print(f"chunkbridge record: {exc}", file=sys.stderr)
-        return 1
-    print(f"recorded {count} frames into {args.output}", file=sys.stderr)
-    return 0
-
-
-def register_servers(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser],
-    add_target: Callable[[argparse.ArgumentParser], None],
-) -> None:
     serve = sub.add_parser(
         "serve",
         help="run the gateway in front of an upstream",
         description="Settings come from --config FILE.toml, then CHUNKBRIDGE_* environment "
         "variables, then these flags (flags win). See the README for every setting.",
     )
-    serve.add_argument("--config", help="TOML configuration file")
-    for name, options in _SERVE_FLAGS:
-        serve.add_argument(name, **options)
-    serve.set_defaults(func=cmd_serve)
+    serve.set_defaults(func=cmd_serve, flags=_add_settings(serve))
 
-    demo = sub.add_parser("demo", help="the gateway with a built-in demo upstream and a chat page")
-    demo.add_argument("--host", default="127.0.0.1")
-    demo.add_argument("--port", type=int, default=8000)
-    demo.add_argument("--cors-origins", nargs="*", help="browser origins allowed to call it")
-    add_target(demo)
-    demo.set_defaults(func=cmd_demo)
+    demo = sub.add_parser(
+        "demo",
+        help="the gateway with a built-in demo upstream and a chat page",
+        description="Runs a dialect's demo backend (the first registered dialect that has one, "
+        "or --dialect) on 127.0.0.1 and the gateway in front of it. Every setting of 'serve' "
+        "but --upstream applies.",
+    )
+    demo.set_defaults(func=cmd_demo, flags=_add_settings(demo, exclude=["upstream"]))
 
-    mock = sub.add_parser("mock-upstream", help="serve recorded sessions as a WebSocket upstream")
+    mock = sub.add_parser(
+        "mock-upstream", help="serve recorded sessions as a WebSocket or HTTP (SSE) upstream"
+    )
     mock.add_argument("files", nargs="+", metavar="FILE.jsonl")
     mock.add_argument("--host", default="127.0.0.1")
     mock.add_argument("--port", type=int, default=9000)
     mock.add_argument("--timing", choices=["recorded", "fast"], default="fast")
+    mock.add_argument(
+        "--transport",
+        choices=["websocket", "http"],
+        default="websocket",
+        help="websocket (default) for WebSocket dialects, http for HTTP dialects (SSE answers)",
+    )
     mock.set_defaults(func=cmd_mock_upstream)
 
-    rec = sub.add_parser("record", help="record an upstream session's raw frames as .jsonl")
-    rec.add_argument("--upstream", required=True, help="URL template or URL of the upstream")
-    rec.add_argument("--dialect", required=True)
+    rec = sub.add_parser(
+        "record",
+        help="record an upstream session's raw frames as .jsonl",
+        description="Starts a turn exactly as 'serve' would (--upstream and --dialect are "
+        "required; every setting of 'serve' applies) and writes each upstream frame.",
+    )
     rec.add_argument("--prompt", required=True, help="the user message to send")
     rec.add_argument("--session", default="recording", help="session id for {session_id}")
     rec.add_argument("--timeout", type=float, default=300, help="stop after this many seconds")
     rec.add_argument("-o", "--output", required=True, metavar="FILE.jsonl")
-    rec.set_defaults(func=cmd_record)
+    rec.set_defaults(func=cmd_record, flags=_add_settings(rec))

@@ -3,26 +3,57 @@
 Every setting has one name used everywhere: the TOML key and the field name are the same
 (``upstream``, ``idle_timeout``…), the environment variable is ``CHUNKBRIDGE_`` + the name in
 capitals (``CHUNKBRIDGE_IDLE_TIMEOUT=30``), the flag is ``--`` + the name with dashes
-(``--idle-timeout 30``). ``chunkbridge serve --help`` lists them; the README has the table.
+(``--idle-timeout 30``, generated from this model by :mod:`gateway.flags`). A dialect's own
+settings (its ``Dialect.settings`` model) follow the same rule under the dialect's name: the TOML
+table ``[openai-chat]``, ``CHUNKBRIDGE_OPENAI_CHAT_MODEL``, ``--openai-chat-model``.
+
+An environment variable that starts with ``CHUNKBRIDGE_`` but names no setting is reported (a
+typo would otherwise be silently ignored); files (the TOML file, ``jwt_key_file``) are read once,
+when the configuration is loaded.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-__all__ = ["AuthMode", "GatewayConfig", "HistoryMode", "load_config"]
+__all__ = [
+    "AuthMode",
+    "ConfigError",
+    "GatewayConfig",
+    "HistoryMode",
+    "LoadedConfig",
+    "dialect_env_prefix",
+    "environment_values",
+    "load_config",
+]
+
+ENV_PREFIX = "CHUNKBRIDGE_"
+#: Upstream URL schemes: WebSocket dialects, HTTP (server-sent events) dialects.
+UPSTREAM_SCHEMES = ("ws", "wss", "http", "https")
 
 
 class AuthMode(StrEnum):
     NONE = "none"
-    #: Require ``Authorization: Bearer`` and pass it on the upstream handshake.
+    #: Require ``Authorization: Bearer`` and pass it on to the upstream.
     BEARER_FORWARD = "bearer-forward"
     #: Verify a JWT (HS256/RS256) with the configured key, issuer and audience.
     JWT = "jwt"
@@ -31,76 +62,106 @@ class AuthMode(StrEnum):
 class HistoryMode(StrEnum):
     #: Send only the newest user message (the upstream keeps the history).
     LATEST = "latest"
-    #: Send the whole UIMessage history (openai-chat always converts the history).
+    #: Also send the whole UIMessage history in the prompt frame.
     FULL = "full"
 
 
-ENV_PREFIX = "CHUNKBRIDGE_"
-
-
 class GatewayConfig(BaseModel):
-    """Every setting; pydantic validates and coerces them whatever their source."""
+    """Every setting of the gateway; pydantic validates and coerces them whatever their source."""
 
     model_config = ConfigDict(extra="forbid")
 
-    host: str = "127.0.0.1"
-    port: int = Field(8000, ge=0, le=65535)
-    #: Upstream URL template; ``{session_id}`` is replaced by the URL-quoted session id.
-    #: ``ws://``/``wss://`` for WebSocket upstreams; for ``upstream_kind = "openai"`` the base URL.
-    upstream: str = "ws://127.0.0.1:9000/sessions/{session_id}/ws"
-    upstream_kind: Literal["websocket", "openai"] = "websocket"
-    dialect: str = "agent-ops-v2"
-    #: AI SDK major of the clients: 5 (default) is accepted by 5, 6 and 7.
-    target: Literal[5, 6, 7] = 5
-    unknown_events: Literal["forward", "drop", "error"] = "forward"
-    dynamic_tools: bool = False
-    history: HistoryMode = HistoryMode.LATEST
+    host: str = Field("127.0.0.1", description="address to listen on")
+    port: int = Field(8000, ge=0, le=65535, description="port to listen on")
+    upstream: str = Field(
+        "ws://127.0.0.1:9000/sessions/{session_id}/ws",
+        description="upstream URL: ws(s):// for WebSocket dialects (a template with "
+        "{session_id}), http(s):// for HTTP dialects (the base of the dialect's path)",
+    )
+    dialect: str | None = Field(
+        None, description="upstream dialect, required (chunkbridge dialects lists them)"
+    )
+    target: Literal[5, 6, 7] = Field(
+        5, description="AI SDK major of the clients (5 is accepted by 5, 6 and 7)"
+    )
+    unknown_events: Literal["forward", "drop", "error"] = Field(
+        "forward",
+        description="unknown or malformed upstream events: forward (transient data parts), "
+        "drop (counted), error (end the turn)",
+    )
+    dynamic_tools: bool = Field(False, description="send backend tools as dynamic-tool parts")
+    history: HistoryMode = Field(
+        HistoryMode.LATEST,
+        description="send the latest user message, or (full) also the whole history",
+    )
 
-    auth: AuthMode = AuthMode.NONE
-    jwt_key: str | None = None
-    jwt_key_file: Path | None = None
-    jwt_algorithms: list[str] = ["HS256", "RS256"]
-    jwt_issuer: str | None = None
-    jwt_audience: str | None = None
-    #: Claim listing the session ids a token may use (``"*"`` allows all); absent → 403.
-    jwt_sessions_claim: str = "sessions"
+    auth: AuthMode = Field(AuthMode.NONE, description="client authentication")
+    jwt_key: str | None = Field(None, description="HS256 secret or RS256 public key (PEM)")
+    jwt_key_file: Path | None = Field(None, description="file holding the JWT key")
+    jwt_algorithms: list[str] = Field(["HS256", "RS256"], description="accepted JWT algorithms")
+    jwt_issuer: str | None = Field(None, description="required JWT issuer")
+    jwt_audience: str | None = Field(None, description="required JWT audience")
+    jwt_sessions_claim: str = Field(
+        "sessions", description='claim listing the permitted session ids ("*": all)'
+    )
 
-    connect_timeout: float = Field(10.0, gt=0)
-    first_event_timeout: float = Field(60.0, gt=0)
-    idle_timeout: float = Field(120.0, gt=0)
-    total_timeout: float = Field(1800.0, gt=0)
-    keepalive_interval: float = Field(15.0, gt=0)
-    #: Writes to one client at most this often (s): frames arriving sooner after a write are
-    #: held and sent together. 0 writes as soon as frames arrive.
-    flush_interval: float = Field(0.001, ge=0, le=1)
-    #: Seconds in-flight streams get to finish after SIGTERM.
-    drain_timeout: float = Field(10.0, ge=0)
-    max_body_bytes: int = Field(4 * 1024 * 1024, gt=0)
-    cors_origins: list[str] = []
-    #: Replace upstream error texts with a generic message in the ``error`` chunk.
-    mask_errors: bool = False
-    on_disconnect: Literal["abort", "detach"] = "abort"
-    #: Concurrent turns allowed per session id (a further POST gets 409).
-    max_turns_per_session: int = Field(1, ge=1)
+    connect_timeout: float = Field(10.0, gt=0, description="upstream connect/handshake, s")
+    first_event_timeout: float = Field(
+        60.0, gt=0, description="silence allowed before the first upstream event, s"
+    )
+    idle_timeout: float = Field(120.0, gt=0, description="silence allowed between events, s")
+    total_timeout: float = Field(1800.0, gt=0, description="longest turn, s")
+    keepalive_interval: float = Field(
+        15.0, gt=0, description="keep-alive comment after this much silence, s"
+    )
+    flush_interval: float = Field(
+        0.001,
+        ge=0,
+        le=1,
+        description="at most one write per client per this many s: frames arriving sooner "
+        "after a write are held and sent together (0: never hold)",
+    )
+    drain_timeout: float = Field(10.0, ge=0, description="SIGTERM: seconds streams get to end")
+    max_body_bytes: int = Field(4 * 1024 * 1024, gt=0, description="largest request body")
+    cors_origins: list[str] = Field([], description="browser origins allowed to call (CORS)")
+    mask_errors: bool = Field(False, description="replace upstream error texts by generic ones")
+    on_disconnect: Literal["abort", "detach"] = Field(
+        "abort", description="a client disconnect aborts the upstream turn, or detaches from it"
+    )
+    max_turns_per_session: int = Field(
+        1, ge=1, description="concurrent turns per session id (409 beyond)"
+    )
+    upstream_retries: int = Field(
+        3, ge=0, le=10, description="HTTP upstreams: retries of 429/5xx before the first byte"
+    )
 
-    #: Frame templates overriding the dialect defaults (JSON objects with ``{text}``,
-    #: ``{message_id}``, ``{run_id}`` placeholders in string values).
-    prompt_frame: dict[str, Any] | None = None
-    abort_frame: dict[str, Any] | None = None
-    regenerate_frame: dict[str, Any] | None = None
+    prompt_frame: dict[str, Any] | None = Field(
+        None, description="JSON template replacing the dialect's prompt frame (WebSocket)"
+    )
+    regenerate_frame: dict[str, Any] | None = Field(
+        None, description="JSON template replacing the dialect's regenerate frame (WebSocket)"
+    )
+    abort_frame: dict[str, Any] | None = Field(
+        None, description="JSON template replacing the dialect's abort frame (WebSocket)"
+    )
 
-    openai_api_key: str | None = None
-    openai_model: str = "gpt-4.1-mini"
-    openai_max_retries: int = Field(3, ge=0, le=10)
+    log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="log level")
+    log_format: Literal["json", "console"] = Field("json", description="log format")
 
-    log_level: Literal["debug", "info", "warning", "error"] = "info"
-    log_format: Literal["json", "console"] = "json"
+    #: Each dialect's own settings by dialect name (validated against its model by
+    #: :func:`load_config`; raw dicts are accepted and validated when the app starts).
+    dialect_settings: dict[str, Any] = Field({}, exclude=True, repr=False)
+
+    _jwt_key_text: str | None = PrivateAttr(None)
 
     @field_validator("upstream")
     @classmethod
-    def _template(cls, value: str) -> str:
-        if "{session_id}" not in value and not value.startswith(("http://", "https://")):
-            raise ValueError("the upstream URL template must contain {session_id}")
+    def _upstream_url(cls, value: str) -> str:
+        scheme = urlsplit(value).scheme
+        if scheme not in UPSTREAM_SCHEMES:
+            raise ValueError(f"use a ws://, wss://, http:// or https:// URL, not {value!r}")
+        if scheme in ("ws", "wss") and "{session_id}" not in value:
+            raise ValueError("a WebSocket upstream URL template must contain {session_id}")
         return value
 
     @model_validator(mode="after")
@@ -109,11 +170,17 @@ class GatewayConfig(BaseModel):
             raise ValueError("auth = jwt needs jwt_key or jwt_key_file")
         if self.keepalive_interval >= self.idle_timeout:
             raise ValueError("keepalive_interval must be shorter than idle_timeout")
+        if self.jwt_key_file is not None:
+            try:
+                self._jwt_key_text = self.jwt_key_file.read_text()
+            except OSError as exc:
+                raise ValueError(f"cannot read jwt_key_file: {exc.strerror or exc}") from exc
         return self
 
     def jwt_verification_key(self) -> str:
-        if self.jwt_key_file is not None:
-            return self.jwt_key_file.read_text()
+        """The JWT key (the file's content was read once, when the configuration loaded)."""
+        if self._jwt_key_text is not None:
+            return self._jwt_key_text
         assert self.jwt_key is not None
         return self.jwt_key
 
@@ -122,30 +189,81 @@ class ConfigError(ValueError):
     """The configuration cannot be used; the message says which setting and why."""
 
 
-def environment_values(environ: dict[str, str] | None = None) -> dict[str, Any]:
-    """``CHUNKBRIDGE_<NAME>`` variables for known settings. Lists and objects are given as JSON
-    (``CHUNKBRIDGE_CORS_ORIGINS='["https://a.example"]'``); scalars as plain text, which pydantic
-    coerces (``"30"`` → 30.0, ``"true"`` → True)."""
-    environ = os.environ if environ is None else environ
+def dialect_env_prefix(dialect: str) -> str:
+    """``CHUNKBRIDGE_OPENAI_CHAT_`` for ``openai-chat``."""
+    return ENV_PREFIX + dialect.upper().replace("-", "_") + "_"
+
+
+def _env_value(raw: str) -> Any:
+    """Lists and objects are given as JSON (``'["https://a.example"]'``); scalars as plain text,
+    which pydantic coerces (``"30"`` → 30.0, ``"true"`` → True)."""
+    if raw[:1] in ("[", "{"):
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass
+    return raw
+
+
+def environment_values(
+    environ: Mapping[str, str], dialect_models: Mapping[str, type[BaseModel]]
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]], list[str]]:
+    """``CHUNKBRIDGE_*`` variables: (gateway settings, dialect settings by dialect, warnings
+    about variables that name no setting)."""
+    known = {ENV_PREFIX + name.upper(): name for name in GatewayConfig.model_fields}
+    known.pop(ENV_PREFIX + "DIALECT_SETTINGS", None)
+    dialect_known = {
+        dialect_env_prefix(dialect) + name.upper(): (dialect, name)
+        for dialect, model in dialect_models.items()
+        for name in model.model_fields
+    }
     values: dict[str, Any] = {}
-    for name in GatewayConfig.model_fields:
-        raw = environ.get(ENV_PREFIX + name.upper())
-        if raw is None:
+    dialect_values: dict[str, dict[str, Any]] = {}
+    warnings: list[str] = []
+    for variable, raw in environ.items():
+        if not variable.startswith(ENV_PREFIX):
             continue
-        if raw[:1] in ("[", "{"):
-            try:
-                values[name] = orjson.loads(raw)
-                continue
-            except orjson.JSONDecodeError:
-                pass
-        values[name] = raw
-    return values
+        if variable in known:
+            values[known[variable]] = _env_value(raw)
+        elif variable in dialect_known:
+            dialect, name = dialect_known[variable]
+            dialect_values.setdefault(dialect, {})[name] = _env_value(raw)
+        else:
+            close = difflib.get_close_matches(variable, [*known, *dialect_known], n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            warnings.append(f"{variable} is not a chunkbridge setting; it is ignored{hint}")
+    return values, dialect_values, warnings
 
 
-def load_config(toml_path: Path | None = None, **flags: Any) -> GatewayConfig:
-    """Build the configuration: TOML file, overridden by environment, overridden by flags."""
-    from pydantic import ValidationError
+@dataclass(frozen=True, slots=True)
+class LoadedConfig:
+    """A configuration and what loading it found worth a warning."""
 
+    config: GatewayConfig
+    warnings: list[str]
+
+
+def _problems(exc: ValidationError, where: str = "") -> str:
+    return "; ".join(
+        f"{where}{'.'.join(str(p) for p in e['loc']) or 'config'}: {e['msg']}" for e in exc.errors()
+    )
+
+
+def load_config(
+    toml_path: Path | None = None,
+    *,
+    dialect_models: Mapping[str, type[BaseModel]] | None = None,
+    dialect_flags: Mapping[str, Mapping[str, Any]] | None = None,
+    environ: Mapping[str, str] | None = None,
+    **flags: Any,
+) -> LoadedConfig:
+    """Build the configuration: TOML file, overridden by environment, overridden by flags.
+
+    ``dialect_models`` (name → settings model) says which dialect settings exist; each
+    dialect's settings are validated against its model. ``None`` flag values do not override.
+    """
+    models = dict(dialect_models or {})
+    environ = os.environ if environ is None else environ
     file_values: dict[str, Any] = {}
     if toml_path is not None:
         try:
@@ -153,17 +271,33 @@ def load_config(toml_path: Path | None = None, **flags: Any) -> GatewayConfig:
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise ConfigError(f"cannot read config file {toml_path}: {exc}") from exc
         file_values = {k.replace("-", "_"): v for k, v in file_values.items()}
+    file_dialects = {
+        name: file_values.pop(name.replace("-", "_"))
+        for name in models
+        if isinstance(file_values.get(name.replace("-", "_")), dict)
+    }
     explicit = {k: v for k, v in flags.items() if v is not None}
-    env = environment_values()
+    env, env_dialects, warnings = environment_values(environ, models)
     # The PaaS convention (and the benchmark harness): a bare PORT is used when nothing else
     # names the port.
     if "port" not in explicit and "port" not in env and "port" not in file_values:
-        if os.environ.get("PORT", "").isdigit():
-            explicit["port"] = int(os.environ["PORT"])
+        if environ.get("PORT", "").isdigit():
+            explicit["port"] = int(environ["PORT"])
+    dialect_settings: dict[str, Any] = {}
+    for name, model in models.items():
+        raw = {
+            **file_dialects.get(name, {}),
+            **env_dialects.get(name, {}),
+            **{k: v for k, v in (dialect_flags or {}).get(name, {}).items() if v is not None},
+        }
+        try:
+            dialect_settings[name] = model.model_validate(raw)
+        except ValidationError as exc:
+            raise ConfigError(f"invalid configuration: {_problems(exc, f'{name}.')}") from exc
     try:
-        return GatewayConfig(**{**file_values, **env, **explicit})
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'config'}: {e['msg']}" for e in exc.errors()
+        config = GatewayConfig(
+            **{**file_values, **env, **explicit}, dialect_settings=dialect_settings
         )
-        raise ConfigError(f"invalid configuration: {problems}") from exc
+    except ValidationError as exc:
+        raise ConfigError(f"invalid configuration: {_problems(exc)}") from exc
+    return LoadedConfig(config=config, warnings=warnings)

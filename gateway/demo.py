@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from importlib.resources import files
 
 from starlette.requests import Request
@@ -13,8 +14,9 @@ from gateway.upstreams import DemoUpstream
 __all__ = ["demo_routes"]
 
 
-def demo_routes(upstream: DemoUpstream) -> list[Route]:
+def demo_routes(upstream: DemoUpstream, dialect: str) -> list[Route]:
     page = files("gateway").joinpath("static/demo.html").read_text(encoding="utf-8")
+    page = page.replace("{{dialect}}", html.escape(dialect))
 
     async def index(request: Request) -> Response:
         return HTMLResponse(page)

@@ -1,58 +1,77 @@
-"""The dialect registry: built-in translators plus third-party ones from entry points.
-
-A package registers a dialect with an entry point in the group ``chunkbridge.dialects``::
+"""The dialect registry: every :class:`~translators.kit.Dialect` registered under the entry point
+group ``chunkbridge.dialects``, the built-in ones included (``pyproject.toml``)::
 
     [project.entry-points."chunkbridge.dialects"]
-    my-dialect = "my_package.translator:MyTranslator"
+    my-dialect = "my_package.dialect:DIALECT"
 
-The class must subclass :class:`translators.base.Translator`. Built-ins are registered the same
-way (see ``pyproject.toml``) and are also importable without the package being installed.
+The gateway knows dialects only through this registry, never by name. A dialect whose entry
+point fails to load is reported by name (``chunkbridge dialects`` lists it with the error) and
+does not take the others down.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from functools import cache
 from importlib.metadata import entry_points
 
-from translators.agent_ops_v2 import AgentOpsV2Translator
-from translators.base import Translator, TranslatorOptions
-from translators.open_harness import OpenHarnessTranslator
-from translators.openai_chat import OpenAIChatTranslator
+from translators.kit import Dialect, Translator
 
-__all__ = ["UnknownDialect", "available_dialects", "create_translator", "get_dialect"]
+__all__ = ["ENTRY_POINT_GROUP", "Registry", "UnknownDialect", "get_dialect", "registry"]
 
 ENTRY_POINT_GROUP = "chunkbridge.dialects"
-BUILTIN: dict[str, type[Translator]] = {
-    cls.dialect: cls for cls in (AgentOpsV2Translator, OpenHarnessTranslator, OpenAIChatTranslator)
-}
 
 
 class UnknownDialect(LookupError):
-    def __init__(self, name: str) -> None:
-        names = ", ".join(available_dialects())
-        super().__init__(f"unknown dialect {name!r} (available: {names})")
+    """No usable dialect of that name is registered (the message says what is)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Registry:
+    #: Usable dialects by name, sorted by name.
+    dialects: dict[str, Dialect] = field(default_factory=dict)
+    #: Entry points that could not be used, by name: why.
+    broken: dict[str, str] = field(default_factory=dict)
+
+    def get(self, name: str) -> Dialect:
+        dialect = self.dialects.get(name)
+        if dialect is not None:
+            return dialect
+        if name in self.broken:
+            raise UnknownDialect(f"dialect {name!r} could not be loaded: {self.broken[name]}")
+        names = ", ".join(self.dialects) or "none (is chunkbridge installed? pip install .)"
+        raise UnknownDialect(f"unknown dialect {name!r} (available: {names})")
+
+
+def _load(value: str, loaded: object, name: str) -> Dialect:
+    if isinstance(loaded, type) and issubclass(loaded, Translator):
+        raise TypeError(
+            f"{value} is a Translator class; register a translators.kit.Dialect that names it "
+            "and describes the upstream (README, 'Writing a dialect')"
+        )
+    if not isinstance(loaded, Dialect):
+        raise TypeError(f"{value} is a {type(loaded).__name__}, not a translators.kit.Dialect")
+    if loaded.name != name:
+        raise ValueError(f"{value} is named {loaded.name!r}, registered as {name!r}")
+    return loaded
 
 
 @cache
-def available_dialects() -> dict[str, type[Translator]]:
-    """Every dialect by name: built-ins first, then entry points (which may not replace them)."""
-    found = dict(BUILTIN)
-    for entry in entry_points(group=ENTRY_POINT_GROUP):
-        if entry.name in found:
+def registry() -> Registry:
+    """Every registered dialect (read once per process)."""
+    found: dict[str, Dialect] = {}
+    broken: dict[str, str] = {}
+    for entry in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        if entry.name in found or entry.name in broken:
+            broken[entry.name] = "registered by more than one package"
+            found.pop(entry.name, None)
             continue
-        cls = entry.load()
-        if not (isinstance(cls, type) and issubclass(cls, Translator)):
-            raise TypeError(f"entry point {entry.value} is not a Translator subclass")
-        found[entry.name] = cls
-    return found
+        try:
+            found[entry.name] = _load(entry.value, entry.load(), entry.name)
+        except Exception as exc:  # a third-party package's import error, or a wrong object
+            broken[entry.name] = f"{type(exc).__name__}: {exc}"
+    return Registry(found, broken)
 
 
-def get_dialect(name: str) -> type[Translator]:
-    try:
-        return available_dialects()[name]
-    except KeyError:
-        raise UnknownDialect(name) from None
-
-
-def create_translator(name: str, options: TranslatorOptions | None = None) -> Translator:
-    return get_dialect(name)(options)
+def get_dialect(name: str) -> Dialect:
+    return registry().get(name)

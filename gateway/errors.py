@@ -8,13 +8,15 @@ the response has gone out) and ``client_message`` (short text the AI SDK shows t
     │   ├── BadRequest                400  bad session id, JSON or body shape
     │   ├── UnsupportedMediaType      415  not application/json (also a CSRF gate)
     │   ├── PayloadTooLarge           413
-    │   ├── Unauthorized              401
+    │   ├── Unauthorized              401  the client's own credentials are missing or wrong
     │   ├── Forbidden                 403
     │   └── TurnInProgress            409  the session already has an active turn
+    ├── ServiceUnavailable            503  draining for a restart (with Retry-After)
     └── UpstreamError                 the upstream failed (remote blame)
         ├── UpstreamUnavailable       502  refused, unreachable, handshake rejected
-        ├── UpstreamTimeout           504  no handshake in time
-        ├── UpstreamAuthRejected      401/403  the upstream refused the forwarded credentials
+        ├── UpstreamTimeout           504  no handshake in time (while streaming: a timeout)
+        ├── UpstreamAuthRejected      401/403 when the upstream refused the client's forwarded
+        │                             credentials; 502 when it refused the gateway's own
         └── UpstreamClosed            the connection ended while streaming (an error chunk)
 
 Foreign exceptions (``OSError``, ``websockets`` and ``httpx`` errors) are mapped to these only at
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 __all__ = [
     "BadRequest",
+    "ServiceUnavailable",
     "Forbidden",
     "GatewayError",
     "PayloadTooLarge",
@@ -44,6 +47,8 @@ __all__ = [
 class GatewayError(Exception):
     status_hint = 500
     client_message = "The gateway failed."
+    #: Headers of the HTTP error response (``Retry-After``…).
+    headers: dict[str, str] = {}
 
     def __init__(self, client_message: str | None = None, *, detail: str | None = None) -> None:
         if client_message is not None:
@@ -89,6 +94,15 @@ class TurnInProgress(RequestError):
     client_message = "This session is already answering; wait for it or stop it first."
 
 
+class ServiceUnavailable(GatewayError):
+    status_hint = 503
+    client_message = "The server is restarting; please try again."
+
+    def __init__(self, retry_after: int, *, detail: str | None = None) -> None:
+        super().__init__(detail=detail)
+        self.headers = {"retry-after": str(retry_after)}
+
+
 class UpstreamError(GatewayError):
     status_hint = 502
     client_message = "The agent is unavailable right now."
@@ -104,10 +118,27 @@ class UpstreamTimeout(UpstreamError):
 
 
 class UpstreamAuthRejected(UpstreamError):
+    """The upstream answered 401/403. Whose credentials it refused decides the answer: the
+    client's (forwarded, e.g. ``auth = bearer-forward``) → the same 401/403, so the app can ask
+    the user to sign in again; the gateway's own (a dialect's API key) → 502, a deployment
+    problem the user cannot fix."""
+
     def __init__(self, status: int, *, detail: str | None = None) -> None:
-        self.status_hint = 403 if status == 403 else 401
-        message = Forbidden.client_message if status == 403 else Unauthorized.client_message
-        super().__init__(message, detail=detail)
+        super().__init__(detail=detail)
+        self.status = status
+        self.blame_client(False)
+
+    def blame_client(self, client_credentials: bool) -> None:
+        """Say whose credentials were refused (the transport does not know; the caller does)."""
+        if client_credentials:
+            self.status_hint = 403 if self.status == 403 else 401
+            forbidden = self.status == 403
+            self.client_message = (
+                Forbidden.client_message if forbidden else Unauthorized.client_message
+            )
+        else:
+            self.status_hint = 502
+            self.client_message = UpstreamError.client_message
 
 
 class UpstreamClosed(UpstreamError):

@@ -16,36 +16,33 @@ import structlog
 
 __all__ = ["configure_logging", "get_logger", "redact"]
 
-_SECRET_KEYS = frozenset(
-    {
-        "authorization",
-        "token",
-        "access_token",
-        "api_key",
-        "openai_api_key",
-        "jwt",
-        "cookie",
-        "password",
-        "secret",
-        "jwt_key",
-        "content",
-        "text",
-        "messages",
-        "delta",
-        "prompt",
-    }
+#: Keys whose values are message contents.
+_CONTENT_KEYS = frozenset({"content", "text", "messages", "delta", "prompt"})
+#: Parts of key names that hold credentials (``api_key``, ``x_api_key``, ``jwt_key``…).
+_SECRET_PARTS = (
+    "authorization",
+    "token",
+    "api_key",
+    "apikey",
+    "jwt",
+    "cookie",
+    "password",
+    "secret",
 )
+
+
+def _hidden(key: str) -> bool:
+    key = key.lower()
+    return key in _CONTENT_KEYS or any(part in key for part in _SECRET_PARTS)
 
 
 def redact(_logger: Any, _method: str, event_dict: dict[str, Any]) -> dict[str, Any]:
     """Replace credentials and message contents with ``"[redacted]"`` (top level and one deep)."""
     for key, value in event_dict.items():
-        if key.lower() in _SECRET_KEYS:
+        if _hidden(key):
             event_dict[key] = "[redacted]"
         elif isinstance(value, dict):
-            event_dict[key] = {
-                k: "[redacted]" if k.lower() in _SECRET_KEYS else v for k, v in value.items()
-            }
+            event_dict[key] = {k: "[redacted]" if _hidden(k) else v for k, v in value.items()}
     return event_dict
 
 
@@ -61,6 +58,7 @@ def configure_logging(level: str = "info", fmt: str = "json") -> None:
         processors.append(structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty()))
         factory: Any = structlog.PrintLoggerFactory(sys.stderr)
     else:
+        processors.append(structlog.processors.format_exc_info)
         processors.append(structlog.processors.JSONRenderer(serializer=orjson.dumps))
         factory = structlog.BytesLoggerFactory(sys.stderr.buffer)
     structlog.configure(

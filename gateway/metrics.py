@@ -37,6 +37,11 @@ class Metrics:
         self.upstream_errors = Counter(
             "chunkbridge_upstream_errors", "Upstream failures by kind", ["kind"], registry=registry
         )
+        self.internal_errors = Counter(
+            "chunkbridge_internal_errors",
+            "Failures of the gateway itself (an exception in translation or request handling)",
+            registry=registry,
+        )
         self.unknown_events = Counter(
             "chunkbridge_unknown_events", "Upstream events with no mapping", registry=registry
         )

@@ -6,7 +6,8 @@ Installed with chunkbridge, so a backend team can test its own recordings::
         chunkbridge_golden("agent-ops-v2", "recordings/checkout.jsonl")   # compares with .sse
 
 ``--update-goldens`` rewrites the golden files instead of comparing. The golden sits next to the
-recording (same stem, ``.sse``) unless a path is given.
+recording (same stem, ``.sse``) unless a path is given. The replay runs through the gateway's own
+turn driver (:mod:`gateway.replay`), in sync and async tests alike.
 """
 
 from __future__ import annotations

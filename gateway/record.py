@@ -1,34 +1,56 @@
-"""``chunkbridge record``: connect as the gateway would and write the upstream's raw frames."""
+"""``chunkbridge record``: start a turn as the gateway would and write the upstream's raw frames.
+
+The turn runs through the same connector (the dialect's own prompt frame or HTTP request) and the
+same turn driver as a served one; a tap on the upstream writes every frame it hands over, and the
+turn's own ending (the dialect's terminal event) says when the recording is complete.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import time
 from pathlib import Path
-from urllib.parse import quote
 
-import orjson
-
-from gateway.config import load_config
-from gateway.dialects import create_translator
-from gateway.frames import build_frames
-from gateway.transports import UpstreamEnded, open_websocket
+from gateway.app import GatewayState
+from gateway.config import GatewayConfig
+from gateway.driver import TurnDriver
+from gateway.recordings import RecordingWriter
+from gateway.transports.base import Upstream
 from protocol_specs.chat_request import ChatRequest
+from translators.core.turn import Turn
+from translators.kit import TranslatorOptions, TurnInput
 
 __all__ = ["record"]
 
 
-def _one_line(text: str) -> str:
-    """A frame as one .jsonl line: JSON re-encoded compactly (same key order), else as is."""
-    try:
-        return orjson.dumps(orjson.loads(text)).decode()
-    except orjson.JSONDecodeError:
-        return text.replace("\r", " ").replace("\n", " ")
+class _Tap:
+    """An upstream that writes every frame it hands over to a recording."""
+
+    def __init__(self, upstream: Upstream, writer: RecordingWriter) -> None:
+        self._upstream = upstream
+        self._writer = writer
+        self._started = time.monotonic()
+
+    async def recv(self) -> str | bytes | None:
+        frame = await self._upstream.recv()
+        if frame is not None:
+            self._writer.write(frame, (time.monotonic() - self._started) * 1000)
+        return frame
+
+    def buffered(self) -> bool:
+        return self._upstream.buffered()
+
+    def wake(self) -> None:
+        self._upstream.wake()
+
+    async def gather(self, seconds: float) -> None:
+        await self._upstream.gather(seconds)
+
+    async def aclose(self, *, abort: bool = False) -> None:
+        await self._upstream.aclose(abort=abort)
 
 
 async def record(
-    upstream: str,
-    dialect: str,
+    config: GatewayConfig,
     prompt: str,
     output: Path,
     *,
@@ -40,40 +62,32 @@ async def record(
     Pauses go to ``<output>.timing`` (milliseconds since the prompt, one per line) so that
     ``mock-upstream --timing recorded`` can replay them.
     """
-    config = load_config(None, upstream=upstream, dialect=dialect)
+    config = config.model_copy(update={"total_timeout": max_seconds, "flush_interval": 0})
+    state = GatewayState(config)
     request = ChatRequest.model_validate(
         {
             "id": "rec",
             "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": prompt}]}],
         }
     )
-    frames = build_frames(config, request, session_id, "rec-run")
-    url = upstream.replace("{session_id}", quote(session_id, safe=""))
-    connection = await open_websocket(url, headers={}, connect_timeout=config.connect_timeout)
-    translator = create_translator(dialect)
-    count = 0
-    started = time.monotonic()
-    with (
-        output.open("w", encoding="utf-8") as lines,
-        output.with_name(output.name + ".timing").open("w") as timing,
-    ):
-        await connection.send(frames.prompt)
-        try:
-            async with asyncio.timeout(max_seconds):
-                while True:
-                    try:
-                        frame = await connection.recv()
-                    except UpstreamEnded:
-                        break
-                    text = frame if isinstance(frame, str) else frame.decode("utf-8", "replace")
-                    lines.write(_one_line(text) + "\n")
-                    timing.write(f"{(time.monotonic() - started) * 1000:.1f}\n")
-                    count += 1
-                    translator.feed_frame(text)
-                    if translator.done:
-                        break
-        except TimeoutError:
-            pass
-        finally:
-            await connection.aclose()
-    return count
+    turn_input = TurnInput(
+        request, session_id, "rec-run", state.dialect_settings, config.history.value
+    )
+    try:
+        upstream = await state.connector.open(turn_input, {})
+        options = TranslatorOptions(settings=state.dialect_settings)
+        turn = Turn(state.dialect.translator(options))
+        with RecordingWriter(output) as writer:
+            tap = _Tap(upstream, writer)
+            driver = TurnDriver(tap, turn, state.driver_settings)
+
+            async def discard(body: bytes) -> None:
+                pass
+
+            try:
+                await driver.run(discard)
+            finally:
+                await tap.aclose(abort=driver.abandoned)
+            return writer.count
+    finally:
+        await state.connector.aclose()

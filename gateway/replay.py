@@ -1,54 +1,71 @@
-"""Replay a recorded upstream session through a translator into an SSE body.
+"""Replay a recorded upstream session through the turn driver into an SSE body.
 
-A recording is ``.jsonl``: one upstream message per line, exactly the JSON payload the upstream
-sent (a WebSocket text frame, or an SSE ``data:`` payload such as OpenAI's ``[DONE]``). Blank
-lines are skipped; a line that is not JSON is a malformed event, never a crash. The end of the
-file is the upstream closing the connection. Ids are deterministic, so the output is
-byte-identical for the same input: that is what golden files rely on.
+The recording (:mod:`gateway.recordings`) becomes a :class:`~gateway.transports.replay.
+ReplayUpstream` and runs through the same :class:`~gateway.driver.TurnDriver` and
+:class:`~translators.core.turn.Turn` as a live turn, so a golden file checks the code that
+serves users. Ids are deterministic (a counter per kind), so the output is byte-identical for
+the same input; the body is what the gateway writes after its ``: stream-open`` comment.
 """
 
 from __future__ import annotations
 
 import difflib
+from collections.abc import Coroutine, Iterable
 from pathlib import Path
+from typing import Any
 
-from gateway.dialects import create_translator
-from translators.base import TranslatorOptions, UnknownEventPolicy
-from translators.guard import CloseReason
-from translators.sse_codec import DONE_FRAME, encode_chunks
+from gateway.dialects import get_dialect
+from gateway.driver import REPLAY_SETTINGS, TurnDriver
+from gateway.recordings import read_frames
+from gateway.transports.replay import ReplayUpstream
+from translators.core.sse_codec import DONE_FRAME
+from translators.core.turn import Turn, TurnOptions
+from translators.kit import TranslatorOptions, UnknownEventPolicy
 
-__all__ = ["golden_diff", "replay_lines", "replay_file"]
+__all__ = ["golden_diff", "replay_file", "replay_frames", "run_without_waiting"]
 
 
-def replay_lines(
+def run_without_waiting(coroutine: Coroutine[Any, Any, Any]) -> Any:
+    """Run a coroutine that never has to wait (a replay: every frame is already there) to its
+    end in one step, without an event loop — so a replay works inside a running loop too."""
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return done.value
+    coroutine.close()
+    raise RuntimeError("the replay waited for something: its upstream never should")
+
+
+def replay_frames(
     dialect: str,
-    lines: list[str],
+    frames: Iterable[str | bytes],
     *,
     target: int = 5,
     unknown_events: UnknownEventPolicy = UnknownEventPolicy.FORWARD,
     message_id: str | None = None,
+    settings: Any = None,
 ) -> bytes:
-    translator = create_translator(
-        dialect,
-        TranslatorOptions(target=target, unknown_events=unknown_events, message_id=message_id),
+    """The SSE body (``[DONE]`` included) a recorded session becomes."""
+    description = get_dialect(dialect)
+    if settings is None:
+        settings = description.settings()
+    translator = description.translator(
+        TranslatorOptions(unknown_events=unknown_events, settings=settings)
     )
+    turn = Turn(translator, TurnOptions(target=target, message_id=message_id))
+    driver = TurnDriver(ReplayUpstream(frames), turn, REPLAY_SETTINGS)
     out: list[bytes] = []
-    for line in lines:
-        if not line.strip():
-            continue
-        if translator.done:
-            break
-        out.append(encode_chunks(translator.feed_frame(line)))
-    out.append(encode_chunks(translator.close(CloseReason.UPSTREAM_CLOSED)))
+
+    async def collect(body: bytes) -> None:
+        out.append(body)
+
+    run_without_waiting(driver.run(collect))
     out.append(DONE_FRAME)
     return b"".join(out)
 
 
-def replay_file(dialect: str, path: Path, *, target: int = 5, **options: object) -> bytes:
-    text = path.read_text(encoding="utf-8", errors="surrogateescape")
-    # split on "\n" only: str.splitlines() would also split on U+2028 inside JSON strings
-    lines = [line.removesuffix("\r") for line in text.split("\n")]
-    return replay_lines(dialect, lines, target=target, **options)  # type: ignore[arg-type]
+def replay_file(dialect: str, path: Path, *, target: int = 5, **options: Any) -> bytes:
+    return replay_frames(dialect, read_frames(path), target=target, **options)
 
 
 def golden_diff(expected: bytes, actual: bytes, name: str) -> str:

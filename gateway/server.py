@@ -22,7 +22,7 @@ __all__ = ["DrainingServer", "run_app"]
 
 
 class DrainingServer(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config, state: GatewayState) -> None:
+    def __init__(self, config: uvicorn.Config, state: GatewayState | None) -> None:
         super().__init__(config)
         self.state = state
         self._drain_task: asyncio.Task[None] | None = None
@@ -34,14 +34,16 @@ class DrainingServer(uvicorn.Server):
         gc.freeze()
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-        if self._drain_task is None:
+        if self._drain_task is None and self.state is not None:
             loop = asyncio.get_event_loop()
             self._drain_task = loop.create_task(self.state.drain(self.state.config.drain_timeout))
         super().handle_exit(sig, frame)
 
 
 def run_app(app: Any, host: str, port: int, log_level: str = "info") -> None:
-    state: GatewayState = app.state.gateway
+    """Serve ``app`` until a signal; a gateway app (``app.state.gateway``) drains first."""
+    state: GatewayState | None = getattr(app.state, "gateway", None)
+    drain_timeout = state.config.drain_timeout if state is not None else 0
     config = uvicorn.Config(
         app,
         host=host,
@@ -50,7 +52,7 @@ def run_app(app: Any, host: str, port: int, log_level: str = "info") -> None:
         access_log=False,
         lifespan="on",
         ws="none",  # the gateway serves no WebSockets: do not load uvicorn's WS protocol
-        timeout_graceful_shutdown=int(state.config.drain_timeout) + 2,
+        timeout_graceful_shutdown=int(drain_timeout) + 2,
         server_header=False,
     )
     DrainingServer(config, state).run()

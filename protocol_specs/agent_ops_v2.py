@@ -4,7 +4,7 @@ Source: ``shared/specs/seed-protocols.md`` §1 and "What real deployments send".
 per session; the gateway sends :func:`prompt_frame`, reads events, and sends :data:`ABORT_FRAME`
 when the client goes away. The backend keeps the history, so only the latest user message is sent.
 
-Mapping (translator: ``translators/agent_ops_v2.py``), decisions and reasons:
+Mapping (translator: ``translators/dialects/agent_ops_v2.py``), decisions and reasons:
 
 ============================  =====================================================================
 upstream event                UI chunks

@@ -124,7 +124,7 @@ class ToolPart(_Part):
 
 
 class DynamicToolPart(ToolPart):
-    type: Literal["dynamic-tool"]  # type: ignore[assignment]
+    type: Literal["dynamic-tool"]
     toolName: str
 
     @property

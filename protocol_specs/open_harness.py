@@ -4,7 +4,7 @@ Source: ``shared/specs/seed-protocols.md`` §2 and "What real deployments send".
 driven by :func:`send_frame`; :func:`abort_frame` stops a run. Events carry ``type`` strings such as
 ``agent:text:delta``.
 
-Mapping (translator: ``translators/open_harness.py``), decisions and reasons:
+Mapping (translator: ``translators/dialects/open_harness.py``), decisions and reasons:
 
 =================================  ================================================================
 upstream event                     UI chunks

@@ -6,7 +6,7 @@ payloads arrive as SSE ``data:`` lines ending with ``data: [DONE]``; over a WebS
 text frame. The gateway never runs the tool calls: they end at ``tool-input-available`` for the
 client (or the upstream) to run.
 
-Mapping (translator: ``translators/openai_chat.py``), decisions and reasons:
+Mapping (translator: ``translators/dialects/openai_chat.py``), decisions and reasons:
 
 ===================================  ==============================================================
 upstream                             UI chunks
@@ -47,7 +47,7 @@ from typing import Any, Final, Literal, NotRequired, TypedDict
 
 import orjson
 
-__all__ = ["FINISH_REASONS", "TERMINAL_FRAME", "messages_from_ui", "usage_metadata"]
+__all__ = ["FINISH_REASONS", "TERMINAL_FRAME", "USAGE_FIELDS", "messages_from_ui"]
 
 
 class FunctionDelta(TypedDict, total=False):
@@ -96,23 +96,15 @@ FINISH_REASONS: Final[dict[str, str]] = {
 TERMINAL_FRAME: Final = "[DONE]"
 
 
-def usage_metadata(usage: dict[str, Any]) -> dict[str, Any]:
-    """OpenAI ``usage`` → the usage object the hub's clients expect in message metadata."""
-    out: dict[str, Any] = {}
-    for ours, theirs in (
-        ("promptTokens", "prompt_tokens"),
-        ("completionTokens", "completion_tokens"),
-        ("totalTokens", "total_tokens"),
-    ):
-        if isinstance(usage.get(theirs), int):
-            out[ours] = usage[theirs]
-    details = usage.get("completion_tokens_details")
-    if isinstance(details, dict) and isinstance(details.get("reasoning_tokens"), int):
-        out["reasoningTokens"] = details["reasoning_tokens"]
-    prompt_details = usage.get("prompt_tokens_details")
-    if isinstance(prompt_details, dict) and isinstance(prompt_details.get("cached_tokens"), int):
-        out["cachedTokens"] = prompt_details["cached_tokens"]
-    return out
+#: OpenAI ``usage`` → the usage object the hub's clients expect in ``finish.messageMetadata``:
+#: our name → the path of OpenAI's field (in this order).
+USAGE_FIELDS: Final[dict[str, tuple[str, ...]]] = {
+    "promptTokens": ("prompt_tokens",),
+    "completionTokens": ("completion_tokens",),
+    "totalTokens": ("total_tokens",),
+    "reasoningTokens": ("completion_tokens_details", "reasoning_tokens"),
+    "cachedTokens": ("prompt_tokens_details", "cached_tokens"),
+}
 
 
 def _content(parts: list[Any]) -> str | list[dict[str, Any]]:

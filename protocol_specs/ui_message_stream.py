@@ -3,13 +3,18 @@
 This module is the one statement of *what a chunk may look like* for each major: chunk types,
 their fields (required or optional, which majors declare them, what JSON shape they take), the
 ``finishReason`` values each major accepts, and the response headers. Ordering rules (which chunk
-may follow which) live in :mod:`translators.stream_rules`; conversion to a target major in
-:mod:`translators.gating`. Both read the tables below and never restate them.
+may follow which) live in :mod:`translators.core.client_model`; conversion to a target major in
+:mod:`translators.core.gating`. Both read the tables below and never restate them.
 
 Source: ``shared/specs/ui-message-stream.md`` §1.1, §2.1–§2.4, checked against the zod schemas in
 ``ai@5.0.277``, ``ai@6.0.326`` and ``ai@7.0.173`` (``uiMessageChunkSchema``). The pinned releases
 use loose objects: a key a major does not declare is accepted and ignored, a declared key with the
 wrong shape (``null`` included) kills the stream, and an unknown ``type`` is always rejected.
+
+Each chunk type also has a *role* (:class:`PartRole`, :data:`STEPLESS_TYPES`,
+:data:`TOOL_REFERENCE_TYPES`): which types open, continue and close a streaming part, which create
+no part (so they never open a step), which refer to an existing tool call. The client model, the
+guard, the validator and the text stages read these tables; none of them lists chunk types itself.
 
 Chunks on the hot path are plain ``dict`` objects; nothing here is called per text delta except
 :func:`schema_errors` in the validator, which is not the hot path.
@@ -32,11 +37,18 @@ __all__ = [
     "EMITTED_FINISH_REASONS",
     "Kind",
     "ChunkSpec",
+    "DELTA_TYPES",
     "FieldSpec",
     "Major",
+    "PART_CLOSERS",
+    "PART_ROLES",
+    "PartRole",
     "REQUIRED_JSON_KEYS",
     "RESPONSE_HEADERS",
     "SSE_DONE",
+    "STEPLESS_TYPES",
+    "TOOL_OUTPUT_TYPES",
+    "TOOL_REFERENCE_TYPES",
     "chunk_spec",
     "schema_errors",
 ]
@@ -111,11 +123,32 @@ class FieldSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class PartRole:
+    """What a chunk does to a streaming part of the message (spec §3): text and reasoning parts
+    are named by ``id``, a tool call's input by ``toolCallId``."""
+
+    #: ``"text"``, ``"reasoning"`` or ``"tool-input"``.
+    part: str
+    #: ``"open"`` (creates the part), ``"continue"`` (streams into it), ``"close"`` (ends it).
+    action: Literal["open", "continue", "close"]
+    #: The field naming the part.
+    key: str
+    #: For ``continue``: the field holding the streamed text.
+    delta: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ChunkSpec:
     type: str
     #: Majors whose union contains this type; any other major rejects the chunk outright.
     majors: frozenset[int]
     fields: dict[str, FieldSpec]
+    #: Its role for a streaming part, if it has one.
+    part_role: PartRole | None = None
+    #: Creates no part of the message: never opens a step by itself.
+    stepless: bool = False
+    #: Refers to a tool call by ``toolCallId``: the client needs a tool part for it first.
+    tool_reference: bool = False
 
     def declared(self, major: int) -> frozenset[str]:
         """Field names (``type`` included) this chunk may carry for ``major``."""
@@ -134,8 +167,26 @@ def _f(name: str, kind: Kind, required: bool = False, majors: frozenset[int] = _
 S, B, J, PM, TM = Kind.STRING, Kind.BOOL, Kind.JSON, Kind.PROVIDER_METADATA, Kind.TOOL_METADATA
 
 
-def _chunk(type_: str, majors: frozenset[int], *fields: FieldSpec) -> ChunkSpec:
-    return ChunkSpec(type_, majors, {f.name: f for f in fields})
+def _chunk(
+    type_: str,
+    majors: frozenset[int],
+    *fields: FieldSpec,
+    role: PartRole | None = None,
+    stepless: bool = False,
+    tool_reference: bool = False,
+) -> ChunkSpec:
+    return ChunkSpec(type_, majors, {f.name: f for f in fields}, role, stepless, tool_reference)
+
+
+_TEXT_OPEN = PartRole("text", "open", "id")
+_TEXT_DELTA = PartRole("text", "continue", "id", "delta")
+_TEXT_CLOSE = PartRole("text", "close", "id")
+_REASONING_OPEN = PartRole("reasoning", "open", "id")
+_REASONING_DELTA = PartRole("reasoning", "continue", "id", "delta")
+_REASONING_CLOSE = PartRole("reasoning", "close", "id")
+_INPUT_OPEN = PartRole("tool-input", "open", "toolCallId")
+_INPUT_DELTA = PartRole("tool-input", "continue", "toolCallId", "inputTextDelta")
+_INPUT_CLOSE = PartRole("tool-input", "close", "toolCallId")
 
 
 _TOOL_COMMON = (
@@ -150,11 +201,16 @@ _TOOL_COMMON = (
 CHUNK_SPECS: Final[dict[str, ChunkSpec]] = {
     c.type: c
     for c in (
-        _chunk("start", _ALL, _f("messageId", S), _f("messageMetadata", J)),
-        _chunk("start-step", _ALL),
-        _chunk("text-start", _ALL, _f("id", S, True), _f("providerMetadata", PM)),
+        _chunk("start", _ALL, _f("messageId", S), _f("messageMetadata", J), stepless=True),
+        _chunk("start-step", _ALL, stepless=True),
+        _chunk("text-start", _ALL, _f("id", S, True), _f("providerMetadata", PM), role=_TEXT_OPEN),
         _chunk(
-            "text-delta", _ALL, _f("id", S, True), _f("delta", S, True), _f("providerMetadata", PM)
+            "text-delta",
+            _ALL,
+            _f("id", S, True),
+            _f("delta", S, True),
+            _f("providerMetadata", PM),
+            role=_TEXT_DELTA,
         ),
         _chunk(
             "text-end",
@@ -162,16 +218,30 @@ CHUNK_SPECS: Final[dict[str, ChunkSpec]] = {
             _f("id", S, True),
             _f("providerMetadata", PM),
             _f("citations", Kind.CITATIONS, majors=_7),
+            role=_TEXT_CLOSE,
         ),
-        _chunk("reasoning-start", _ALL, _f("id", S, True), _f("providerMetadata", PM)),
+        _chunk(
+            "reasoning-start",
+            _ALL,
+            _f("id", S, True),
+            _f("providerMetadata", PM),
+            role=_REASONING_OPEN,
+        ),
         _chunk(
             "reasoning-delta",
             _ALL,
             _f("id", S, True),
             _f("delta", S, True),
             _f("providerMetadata", PM),
+            role=_REASONING_DELTA,
         ),
-        _chunk("reasoning-end", _ALL, _f("id", S, True), _f("providerMetadata", PM)),
+        _chunk(
+            "reasoning-end",
+            _ALL,
+            _f("id", S, True),
+            _f("providerMetadata", PM),
+            role=_REASONING_CLOSE,
+        ),
         _chunk(
             "tool-input-start",
             _ALL,
@@ -183,8 +253,15 @@ CHUNK_SPECS: Final[dict[str, ChunkSpec]] = {
             _f("toolMetadata", TM, majors=_6_7),
             _f("title", S, majors=_6_7),
             _f("inputEncoding", Kind.INPUT_ENCODING, majors=_6_7),
+            role=_INPUT_OPEN,
         ),
-        _chunk("tool-input-delta", _ALL, _f("toolCallId", S, True), _f("inputTextDelta", S, True)),
+        _chunk(
+            "tool-input-delta",
+            _ALL,
+            _f("toolCallId", S, True),
+            _f("inputTextDelta", S, True),
+            role=_INPUT_DELTA,
+        ),
         _chunk(
             "tool-input-available",
             _ALL,
@@ -192,6 +269,7 @@ CHUNK_SPECS: Final[dict[str, ChunkSpec]] = {
             _f("toolName", S, True),
             _f("input", J, True),
             *_TOOL_COMMON,
+            role=_INPUT_CLOSE,
         ),
         _chunk(
             "tool-input-error",
@@ -201,6 +279,7 @@ CHUNK_SPECS: Final[dict[str, ChunkSpec]] = {
             _f("input", J, True),
             _f("errorText", S, True),
             *_TOOL_COMMON,
+            role=_INPUT_CLOSE,
         ),
         _chunk(
             "tool-approval-request",
@@ -212,6 +291,7 @@ CHUNK_SPECS: Final[dict[str, ChunkSpec]] = {
             _f("signature", S),
             _f("reason", S, majors=_7),
             _f("isAutomatic", B, majors=_7),
+            tool_reference=True,
         ),
         _chunk(
             "tool-approval-response",
@@ -232,6 +312,7 @@ CHUNK_SPECS: Final[dict[str, ChunkSpec]] = {
             _f("preliminary", B),
             _f("providerMetadata", PM, majors=_6_7),
             _f("toolMetadata", TM, majors=_6_7),
+            tool_reference=True,
         ),
         _chunk(
             "tool-output-error",
@@ -242,8 +323,9 @@ CHUNK_SPECS: Final[dict[str, ChunkSpec]] = {
             _f("dynamic", B),
             _f("providerMetadata", PM, majors=_6_7),
             _f("toolMetadata", TM, majors=_6_7),
+            tool_reference=True,
         ),
-        _chunk("tool-output-denied", _6_7, _f("toolCallId", S, True)),
+        _chunk("tool-output-denied", _6_7, _f("toolCallId", S, True), tool_reference=True),
         _chunk(
             "source-url",
             _ALL,
@@ -273,18 +355,49 @@ CHUNK_SPECS: Final[dict[str, ChunkSpec]] = {
         ),
         _chunk("custom", _7, _f("kind", S, True), _f("providerMetadata", PM)),
         _chunk("steering-message", _7, _f("id", S, True), _f("parts", Kind.STEERING_PARTS, True)),
-        _chunk("finish-step", _ALL),
-        _chunk("reset-step", _7),
-        _chunk("message-metadata", _ALL, _f("messageMetadata", J, True)),
-        _chunk("finish", _ALL, _f("finishReason", Kind.FINISH_REASON), _f("messageMetadata", J)),
-        _chunk("abort", _ALL, _f("reason", S, majors=_6_7)),
-        _chunk("error", _ALL, _f("errorText", S, True)),
+        _chunk("finish-step", _ALL, stepless=True),
+        _chunk("reset-step", _7, stepless=True),
+        _chunk("message-metadata", _ALL, _f("messageMetadata", J, True), stepless=True),
+        _chunk(
+            "finish",
+            _ALL,
+            _f("finishReason", Kind.FINISH_REASON),
+            _f("messageMetadata", J),
+            stepless=True,
+        ),
+        _chunk("abort", _ALL, _f("reason", S, majors=_6_7), stepless=True),
+        _chunk("error", _ALL, _f("errorText", S, True), stepless=True),
     )
 }
 
 #: ``data-<name>`` chunks: any type string that starts with ``data-`` (``data-`` alone included).
+#: Stepless: the AI SDK server writes data parts outside steps too.
 DATA_CHUNK_SPEC: Final = _chunk(
-    DATA_PREFIX, _ALL, _f("data", J, True), _f("id", S), _f("transient", B)
+    DATA_PREFIX, _ALL, _f("data", J, True), _f("id", S), _f("transient", B), stepless=True
+)
+
+#: Chunk type → its role for a streaming part (text, reasoning, tool input).
+PART_ROLES: Final[dict[str, PartRole]] = {
+    spec.type: spec.part_role for spec in CHUNK_SPECS.values() if spec.part_role is not None
+}
+#: ``continue`` chunk types: the streamed-text chunks (``text-delta``, ``tool-input-delta``…).
+DELTA_TYPES: Final = frozenset(t for t, role in PART_ROLES.items() if role.action == "continue")
+#: Part kind → the chunk type that ends it when nothing else did (text and reasoning parts;
+#: a tool input ends with its complete input, which only the translator knows).
+PART_CLOSERS: Final[dict[str, str]] = {
+    role.part: t
+    for t, role in PART_ROLES.items()
+    if role.action == "close" and role.part != "tool-input"
+}
+#: Types that create no part (``data-*`` too: see :data:`DATA_CHUNK_SPEC`).
+STEPLESS_TYPES: Final = frozenset(spec.type for spec in CHUNK_SPECS.values() if spec.stepless)
+#: Types that refer to an existing tool call by ``toolCallId``.
+TOOL_REFERENCE_TYPES: Final = frozenset(
+    spec.type for spec in CHUNK_SPECS.values() if spec.tool_reference
+)
+#: Tool references that settle the call (an approval request does not).
+TOOL_OUTPUT_TYPES: Final = frozenset(
+    t for t in TOOL_REFERENCE_TYPES if t.startswith("tool-output-")
 )
 
 _DECLARED: dict[tuple[str, int], frozenset[str]] = {
@@ -316,15 +429,24 @@ def chunk_spec(chunk_type: str) -> ChunkSpec | None:
 
 
 def _is_json(value: Any) -> bool:
-    if value is None or isinstance(value, str | bool | int):
-        return True
-    if isinstance(value, float):
-        return math.isfinite(value)
-    if isinstance(value, list):
-        return all(_is_json(v) for v in value)
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and _is_json(v) for k, v in value.items())
-    return False
+    """Whether ``value`` is a JSON value (iterative: any depth, no recursion limit)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if item is None or isinstance(item, str | bool | int):
+            continue
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return False
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            if not all(isinstance(k, str) for k in item):
+                return False
+            stack.extend(item.values())
+        else:
+            return False
+    return True
 
 
 def _is_provider_metadata(value: Any) -> bool:

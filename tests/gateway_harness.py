@@ -185,6 +185,7 @@ async def uvicorn_server(app: Any) -> AsyncIterator[str]:
 @contextlib.asynccontextmanager
 async def running_gateway(**settings: Any) -> AsyncIterator[tuple[str, Any]]:
     """Start the real app under uvicorn on 127.0.0.1:<ephemeral>; yield (base URL, app)."""
+    settings.setdefault("dialect", "agent-ops-v2")
     app = create_app(GatewayConfig(**settings))
     async with uvicorn_server(app) as base:
         yield base, app

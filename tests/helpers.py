@@ -6,9 +6,13 @@ from typing import Any
 
 import orjson
 
-from translators.guard import CloseReason, StreamGuard
-from translators.sse_codec import DONE_FRAME, SseDecoder, encode_chunks
-from translators.validator import validate_sse
+from gateway.dialects import get_dialect
+from translators.core.closing import CloseReason, CloseRequest
+from translators.core.guard import StreamGuard
+from translators.core.sse_codec import DONE_FRAME, SseDecoder, encode_chunks
+from translators.core.turn import Turn, TurnOptions
+from translators.core.validator import validate_sse
+from translators.kit import TranslatorOptions
 
 
 def guard_all(
@@ -24,7 +28,7 @@ def guard_all(
     for chunk in chunks:
         out += guard.feed(chunk)
     if reason is not None:
-        out += guard.close(reason, **close_kwargs)
+        out += guard.close(CloseRequest(reason, **close_kwargs))
     return out, guard
 
 
@@ -48,20 +52,32 @@ def assert_valid_for(body: bytes, *majors: int) -> None:
         assert report.ok, (major, [str(e) for e in report.errors], body[:2000])
 
 
+def new_turn(dialect: str, *, target: int = 5, **options: Any) -> Turn:
+    """A fresh turn of ``dialect`` (its translator built as the gateway builds it)."""
+    description = get_dialect(dialect)
+    options.setdefault("settings", description.settings())
+    translator = description.translator(TranslatorOptions(**options))
+    return Turn(translator, TurnOptions(target=target))
+
+
 def translate(
     dialect: str, events: list[Any], *, target: int = 5, close: bool = True, **options: Any
-) -> tuple[list[dict[str, Any]], Any]:
-    """Feed events (dicts, or raw str frames) to a fresh translator; close at the end."""
-    from gateway.dialects import create_translator
-    from translators.base import TranslatorOptions
-
-    translator = create_translator(dialect, TranslatorOptions(target=target, **options))
+) -> tuple[list[dict[str, Any]], Turn]:
+    """Feed events (dicts, or raw str frames) to a fresh turn; the upstream ends at the end."""
+    turn = new_turn(dialect, target=target, **options)
     out: list[dict[str, Any]] = []
     for event in events:
-        out += translator.feed_frame(event) if isinstance(event, str) else translator.feed(event)
+        out += turn.feed_frame(event) if isinstance(event, str) else turn.feed(event)
     if close:
-        out += translator.close(CloseReason.UPSTREAM_CLOSED)
-    return out, translator
+        out += turn.upstream_ended()
+    return out, turn
+
+
+def end(turn: Turn, reason: CloseReason) -> list[dict[str, Any]]:
+    """End a turn for ``reason`` as the driver would: the upstream's end is read by the turn."""
+    if reason is CloseReason.UPSTREAM_CLOSED:
+        return turn.upstream_ended()
+    return turn.close(CloseRequest(reason))
 
 
 def of_type(chunks: list[dict[str, Any]], chunk_type: str) -> list[dict[str, Any]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.helpers import of_type, text_of, to_sse, translate, types
-from translators.base import UnknownEventPolicy
+from translators.kit import UnknownEventPolicy
 
 T = "turn_1"
 CREATE = {"type": "message.create", "turnId": T}
@@ -94,7 +94,7 @@ def test_final_text_used_when_nothing_was_streamed_after_the_last_tool() -> None
     out, tr = translate(
         "agent-ops-v2", [CREATE, td("A"), tool("completed", result=1), fin(finalText="B")]
     )
-    assert text_of(out) == "AB" and tr.stats["final-text-used"] == 1
+    assert text_of(out) == "AB" and tr.translator.stats["final-text-used"] == 1
 
 
 def test_canceled_finishes_without_error() -> None:
@@ -155,14 +155,14 @@ def test_agent_status_question_status_hydration_and_domain_events() -> None:
     } in out
     assert {"type": "data-session-status", "data": {"status": "busy"}, "transient": True} in out
     assert {"type": "data-git.state", "data": {"branch": "main"}, "transient": True} in out
-    assert tr.stats["hydration"] == 2
+    assert tr.translator.stats["hydration"] == 2
     assert text_of(out) == ""
 
 
 def test_unknown_event_policies() -> None:
     events = [CREATE, {"type": "toast", "text": "hi"}, fin()]
     dropped, tr = translate("agent-ops-v2", events, unknown_events=UnknownEventPolicy.DROP)
-    assert "data-toast" not in types(dropped) and tr.stats["dropped-unknown-event"] == 1
+    assert "data-toast" not in types(dropped) and tr.translator.stats["dropped-unknown-event"] == 1
     failed, _ = translate("agent-ops-v2", events, unknown_events=UnknownEventPolicy.ERROR)
     assert of_type(failed, "error")[0]["errorText"] == "Unsupported upstream event: toast"
 
@@ -181,7 +181,7 @@ def test_malformed_frames_never_raise() -> None:
             fin(),
         ],
     )
-    assert tr.stats["malformed-event"] == 5
+    assert tr.translator.stats["malformed-event"] == 5
     assert len(of_type(out, "data-upstream-malformed")) == 5
     assert text_of(out) == "ok" and out[-1]["finishReason"] == "stop"
 

@@ -19,7 +19,7 @@ def test_precedence_file_env_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("CHUNKBRIDGE_TARGET", "7")
     monkeypatch.setenv("CHUNKBRIDGE_CORS_ORIGINS", '["https://env.example"]')
     monkeypatch.setenv("CHUNKBRIDGE_MASK_ERRORS", "true")
-    config = load_config(toml, target=5, host=None)
+    config = load_config(toml, target=5, host=None).config
     assert config.idle_timeout == 50 and config.dialect == "open-harness"  # file
     assert config.port == 7100 and config.cors_origins == ["https://env.example"]  # env > file
     assert config.mask_errors is True
@@ -29,10 +29,10 @@ def test_precedence_file_env_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 def test_bare_port_is_a_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PORT", "18713")
-    assert load_config().port == 18713
-    assert load_config(port=9).port == 9
+    assert load_config().config.port == 18713
+    assert load_config(port=9).config.port == 9
     monkeypatch.setenv("CHUNKBRIDGE_PORT", "7")
-    assert load_config().port == 7
+    assert load_config().config.port == 7
 
 
 @pytest.mark.parametrize(
@@ -54,5 +54,5 @@ def test_bad_configuration_is_reported_with_the_setting(flags: dict, message: st
 def test_jwt_key_file(tmp_path: Path) -> None:
     key = tmp_path / "key.pem"
     key.write_text("secret")
-    config = load_config(auth="jwt", jwt_key_file=str(key))
+    config = load_config(auth="jwt", jwt_key_file=str(key)).config
     assert config.auth is AuthMode.JWT and config.jwt_verification_key() == "secret"

@@ -1,4 +1,4 @@
-"""openai-chat over HTTP: a real fake provider (Starlette under uvicorn) on 127.0.0.1."""
+"""openai-chat over HTTP: a fake provider (Starlette under uvicorn) on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -77,10 +77,8 @@ async def provider(fake: FakeProvider) -> AsyncIterator[str]:
 def settings(base: str) -> dict:
     return {
         "upstream": base,
-        "upstream_kind": "openai",
         "dialect": "openai-chat",
-        "openai_api_key": "sk-test",
-        "openai_model": "gpt-test",
+        "dialect_settings": {"openai-chat": {"api_key": "sk-test", "model": "gpt-test"}},
     }
 
 
@@ -143,7 +141,7 @@ async def test_gives_up_after_max_retries_with_502() -> None:
     fake = FakeProvider(failures=[503, 503, 503, 503, 503])
     async with (
         provider(fake) as base,
-        running_gateway(**settings(base), openai_max_retries=2) as (gw, _),
+        running_gateway(**settings(base), upstream_retries=2) as (gw, _),
     ):
         response = await post(gw, "s")
     assert response.status_code == 502 and len(fake.requests) == 3

@@ -141,6 +141,8 @@ def test_sigterm_drains_open_streams_with_a_valid_ending(tmp_path: Path) -> None
             str(gw_port),
             "--drain-timeout",
             "5",
+            "--dialect",
+            "agent-ops-v2",
             "--upstream",
             f"ws://127.0.0.1:{up_port}/sessions/{{session_id}}/ws",
             ready_url=f"http://127.0.0.1:{gw_port}/healthz",

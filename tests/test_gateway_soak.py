@@ -170,7 +170,8 @@ async def test_one_log_line_per_turn_without_secrets() -> None:
     assert len(ends) == 1 and len(rejected) == 1
     line = ends[0]
     assert line["session_id"] == "s1" and line["dialect"] == "agent-ops-v2"
-    assert line["outcome"] == "completed" or line["finish_reason"] == "stop"
+    assert line["close_reason"] == "completed" and line["finish_reason"] == "stop"
+    assert line["timeout"] is None and line["error"] is None
     for key in (
         "request_id",
         "duration_ms",

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tests.helpers import assert_valid_for, guard_all, to_sse, types
-from translators.guard import CLOSE_OUTCOMES, CloseReason, StreamGuard
+from translators.core.closing import CLOSE_OUTCOMES, CloseReason
+from translators.core.guard import StreamGuard
 
 TD = {"type": "text-delta", "id": "t", "delta": "x"}
 

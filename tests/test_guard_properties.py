@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.helpers import assert_valid_for, guard_all, to_sse
-from translators.guard import CloseReason
+from translators.core.closing import CloseReason, CloseRequest
 
 IDS = st.sampled_from(["a", "b", "c"])
 CALLS = st.sampled_from(["c1", "c2", "c3"])
@@ -138,7 +138,7 @@ def test_guard_output_accepted_by_real_clients(real_clients) -> None:
     def collect(chunks, target, reason) -> None:
         chunks, _ = _number_deltas(chunks)
         guard_out: list[dict[str, Any]] = []
-        from translators.guard import StreamGuard
+        from translators.core.guard import StreamGuard
 
         guard = StreamGuard(target=target)
         fed_tokens = []
@@ -147,7 +147,7 @@ def test_guard_output_accepted_by_real_clients(real_clients) -> None:
                 if chunk.get("type") == "text-delta" and isinstance(chunk.get("id"), str):
                     fed_tokens.append(chunk["delta"])
             guard_out += guard.feed(chunk)
-        guard_out += guard.close(reason)
+        guard_out += guard.close(CloseRequest(reason))
         examples.append((target, to_sse(guard_out), fed_tokens))
 
     collect()

@@ -37,7 +37,7 @@ def test_complete_text_events_are_never_appended_twice() -> None:
     )
     assert text_of(out) == "HiStandalone"
     assert [c["delta"] for c in of_type(out, "reasoning-delta")] == ["hmm"]
-    assert tr.stats["complete-text-used"] == 1
+    assert tr.translator.stats["complete-text-used"] == 1
 
 
 def test_thinking_ends_before_text() -> None:
@@ -109,7 +109,7 @@ def test_flow_and_node_framing() -> None:
     assert all(c["id"] == "flow-status" for c in of_type(out, "data-flow-status"))
     assert {"type": "data-node-output", "data": {"nodeId": "n1", "output": {"k": 1}}} in out
     assert types(out).count("start-step") == types(out).count("finish-step")
-    assert tr.stats["bookkeeping"] == 2 and tr.done
+    assert tr.translator.stats["bookkeeping"] == 2 and tr.done
     assert "finish" not in types(out)[: types(out).index("data-node-output")]
 
 

@@ -140,7 +140,7 @@ def test_refusal_noise_and_extra_choices() -> None:
     (start,) = [c for c in of_type(out, "text-start")]
     assert start["providerMetadata"] == {"openai": {"refusal": True}}
     assert text_of(out) == "No."
-    assert tr.stats["ignored-choice"] == 1 and tr.stats["no-choices"] == 1
+    assert tr.translator.stats["ignored-choice"] == 1 and tr.translator.stats["no-choices"] == 1
 
 
 def test_error_mid_stream_settles_half_streamed_tool() -> None:

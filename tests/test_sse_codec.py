@@ -8,7 +8,7 @@ import orjson
 import pytest
 
 from tests.helpers import assert_valid_for, decode_sse
-from translators.sse_codec import (
+from translators.core.sse_codec import (
     DONE_FRAME,
     KEEPALIVE_FRAME,
     SseDecoder,

@@ -1,6 +1,6 @@
-"""The response loop's flush interval: a burst of upstream frames goes out in one write per
+"""The turn driver's flush interval: a burst of upstream frames goes out in one write per
 interval, a frame after a pause goes out at once. Driven by an upstream whose frames arrive at
-set times (as a socket would deliver them) and an ASGI ``send`` that records each write."""
+set times (as a socket would deliver them) and a writer that records each write."""
 
 from __future__ import annotations
 
@@ -10,10 +10,9 @@ from typing import Any
 
 import orjson
 
-from gateway.dialects import create_translator
-from gateway.metrics import Metrics
-from gateway.streaming import ChatStream, StreamSettings
+from gateway.driver import DriverSettings, TurnDriver
 from gateway.transports import UpstreamEnded
+from tests.helpers import new_turn
 
 TURN = "t1"
 
@@ -58,14 +57,14 @@ class TimedUpstream:
     def buffered(self) -> bool:
         return bool(self.timeline) and self.timeline[0][0] <= self._now()
 
+    def wake(self) -> None:  # pragma: no cover - nothing times out here
+        pass
+
     async def gather(self, seconds: float) -> None:
         self.gathered.append(seconds)
         await asyncio.sleep(seconds)
 
-    async def send(self, frame: dict[str, Any]) -> None:  # pragma: no cover - not used here
-        pass
-
-    async def aclose(self, *, abort_frame: dict[str, Any] | None = None) -> None:
+    async def aclose(self, *, abort: bool = False) -> None:
         pass
 
 
@@ -74,45 +73,24 @@ async def run_turn(
 ) -> tuple[list[tuple[float, list[dict[str, Any]]]], TimedUpstream]:
     """Run one turn; return each write of upstream data (seconds after start, its chunks)."""
     upstream = TimedUpstream(timeline)
-    settings = StreamSettings(
+    settings = DriverSettings(
         first_event_timeout=5,
         idle_timeout=5,
         total_timeout=30,
         keepalive_interval=4,
         flush_interval=flush_interval,
-        on_disconnect="abort",
     )
-
-    async def on_done(stream: ChatStream) -> None:
-        pass
-
-    stream = ChatStream(
-        upstream=upstream,
-        translator=create_translator("agent-ops-v2"),
-        abort_frame={"type": "abort"},
-        settings=settings,
-        metrics=Metrics(),
-        request_id="r1",
-        started=0.0,
-        on_done=on_done,
-    )
-    stream.started = asyncio.get_running_loop().time()
+    driver = TurnDriver(upstream, new_turn("agent-ops-v2"), settings)
     writes: list[tuple[float, list[dict[str, Any]]]] = []
-    never = asyncio.Event()
 
-    async def receive() -> dict[str, Any]:
-        await never.wait()
-        return {"type": "http.disconnect"}  # pragma: no cover
-
-    async def send(message: dict[str, Any]) -> None:
-        body = message.get("body", b"")
+    async def write(body: bytes) -> None:
         chunks = [
             orjson.loads(line[6:]) for line in body.split(b"\n\n") if line.startswith(b"data: {")
         ]
         if chunks:
             writes.append((upstream._now(), chunks))
 
-    await asyncio.wait_for(stream({"type": "http"}, receive, send), 10)
+    await asyncio.wait_for(driver.run(write), 10)
     return writes, upstream
 
 

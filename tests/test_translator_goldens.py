@@ -7,7 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from gateway.recordings import read_frames
 from gateway.replay import replay_file
+from tests.helpers import new_turn
+from translators.core.sse_codec import encode_chunks
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 DIALECTS = ("agent-ops-v2", "open-harness", "openai-chat")
@@ -50,11 +53,7 @@ def test_every_golden_and_target_replay_is_accepted_by_real_clients(real_clients
 
 @pytest.mark.parametrize(("dialect", "recording"), RECORDINGS, ids=IDS)
 def test_encode_frame_hot_path_gives_the_same_bytes(dialect: str, recording: Path) -> None:
-    from gateway.dialects import create_translator
-    from translators.sse_codec import encode_chunks
-
-    general, fused = create_translator(dialect), create_translator(dialect)
-    for line in recording.read_text().split("\n"):
-        if line.strip():
-            assert fused.encode_frame(line) == encode_chunks(general.feed_frame(line)), line[:80]
+    general, fused = new_turn(dialect), new_turn(dialect)
+    for frame in read_frames(recording):
+        assert fused.encode_frame(frame) == encode_chunks(general.feed_frame(frame)), frame[:80]
     assert fused.encode_frame(b'"x"') == encode_chunks(general.feed_frame(b'"x"'))

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.helpers import assert_valid_for, to_sse, translate, types
-from translators.guard import CloseReason
+from tests.helpers import assert_valid_for, end, to_sse, translate, types
+from translators.core.closing import CloseReason
 
 TEXT = st.text(max_size=6)
 JUNK = st.one_of(st.none(), st.integers(), TEXT, st.lists(st.integers(), max_size=2))
@@ -130,8 +130,9 @@ def events_for(dialect: str) -> st.SearchStrategy[list[Any]]:
 
 
 def run(dialect: str, events: list[Any], target: int, reason: CloseReason) -> list[dict]:
-    out, translator = translate(dialect, events, target=target, close=False)
-    out += translator.close(reason)
+    out, turn = translate(dialect, events, target=target, close=False)
+    out += end(turn, reason)
+    assert turn.internal_error is None, repr(turn.internal_error)
     return out
 
 

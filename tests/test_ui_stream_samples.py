@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from translators.validator import validate_sse
+from translators.core.validator import validate_sse
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "fixtures" / "ui-stream"

@@ -215,9 +215,9 @@ async def test_abort_frame_then_close_within_the_close_timeout() -> None:
         done.set()
 
     async with server(handler) as (url, _):
-        upstream = await connect(url)
+        upstream = await connect(url, abort_frame={"type": "abort"})
         started = time.monotonic()
-        await upstream.aclose(abort_frame={"type": "abort"})
+        await upstream.aclose(abort=True)
         assert time.monotonic() - started < ws_transport.CLOSE_TIMEOUT + 0.5
         await asyncio.wait_for(done.wait(), 2)
         with pytest.raises(UpstreamClosed):  # nothing more can be sent

@@ -1,6 +1,6 @@
 """Upstream transports: the only modules that touch upstream sockets.
 
-``gateway.transports.openai_http`` (httpx) is imported only by deployments that use it.
+``gateway.transports.http_sse`` (httpx) is imported only by deployments with an HTTP upstream.
 """
 
 from gateway.transports.base import Upstream, UpstreamEnded, map_upstream_errors

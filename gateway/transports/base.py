@@ -1,9 +1,11 @@
 """The transport seam (httpx's ``AsyncBaseTransport`` idea): one protocol, thin implementations.
 
-An :class:`Upstream` is an open connection to one upstream turn: ``send`` a frame, ``recv`` the
-frames it sends (raw text) until :class:`UpstreamEnded`, ask whether more are ``buffered`` (so the
-response loop can coalesce without waiting), let a burst ``gather``, ``aclose`` it. Foreign errors
-become :mod:`gateway.errors` classes here and nowhere else (:func:`map_upstream_errors`).
+An :class:`Upstream` is an open connection to one upstream turn, its prompt already sent: ``recv``
+the frames it sends (raw text) until :class:`UpstreamEnded`, ask whether more are ``buffered``
+(so the turn driver can coalesce without waiting), let a burst ``gather``, ``wake`` a waiting
+``recv`` (the driver's timer does, when a deadline is due), ``aclose`` it — with the dialect's
+abort frame first when the turn is abandoned. Foreign errors become :mod:`gateway.errors`
+classes here and nowhere else (:func:`map_upstream_errors`).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Iterator
-from typing import Any, Protocol
+from typing import Protocol
 
 import websockets.exceptions as wse
 
@@ -27,25 +29,27 @@ __all__ = ["Upstream", "UpstreamEnded", "map_upstream_errors"]
 
 
 class UpstreamEnded(Exception):
-    """The upstream closed normally: no more frames (not an error, an input to the translator)."""
+    """The upstream closed normally: no more frames (not an error, an input to the turn)."""
 
 
 class Upstream(Protocol):
-    async def send(self, frame: dict[str, Any]) -> None:
-        """Send one frame (JSON-encoded)."""
-
-    async def recv(self) -> str | bytes:
-        """The next frame; raises :class:`UpstreamEnded` at a normal end, an UpstreamError else."""
+    async def recv(self) -> str | bytes | None:
+        """The next frame; ``None`` when :meth:`wake` interrupted the wait. Raises
+        :class:`UpstreamEnded` at a normal end, an :class:`UpstreamError` else."""
 
     def buffered(self) -> bool:
-        """Whether :meth:`recv` would return at once (a whole frame is already received)."""
+        """Whether :meth:`recv` would return at once (a frame, or the end, is already here)."""
+
+    def wake(self) -> None:
+        """Make a ``recv`` that is waiting return ``None`` (no effect when none waits)."""
 
     async def gather(self, seconds: float) -> None:
-        """Let frames accumulate for ``seconds`` without handling them as they come (the socket
-        is not read meanwhile); then what arrived is buffered and taken in one go."""
+        """Let frames accumulate for ``seconds`` without handling them as they come; then what
+        arrived is buffered and taken in one go."""
 
-    async def aclose(self, *, abort_frame: dict[str, Any] | None = None) -> None:
-        """Close, sending ``abort_frame`` first when given; bounded in time; never raises."""
+    async def aclose(self, *, abort: bool = False) -> None:
+        """Close; with ``abort``, first tell the upstream to stop the turn (the dialect's abort
+        frame). Bounded in time; never raises."""
 
 
 @contextlib.contextmanager

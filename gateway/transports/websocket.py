@@ -1,18 +1,17 @@
-"""WebSocket upstreams (agent-ops-v2, open-harness, openai-chat over WebSocket).
+"""WebSocket upstreams: every dialect with a WebSocket contract, for ``ws://`` and ``wss://`` URLs.
 
 websockets' Sans-I/O ``ClientProtocol`` does all of the protocol — the opening handshake and
 its checks, framing and masking, pings answered with pongs, the closing handshake, the size
 limit — and this module is the thin asyncio shell around it that the library's documentation
-invites ("integrate the Sans-I/O layer"), in the way the gateway's translators are sans-I/O
-cores fed by :mod:`gateway.streaming`.
+invites ("integrate the Sans-I/O layer"), in the way the gateway's turns are sans-I/O cores fed
+by :mod:`gateway.driver`.
 
 Why not websockets' own asyncio client: it hands over one message per ``recv()`` through an
 assembler built for applications that await each message (a queue, a future per wait, flow
-control checks on every put and get, a keep-alive task per connection). The response loop
-drains every message that one socket read brought in and writes them in one response chunk, so
-here a read's messages land in a plain deque that ``recv`` pops. On the 2-core benchmark VM
-(S1, flush interval on in both) the gateway's CPU per event went from 20.6-25.6 to 14.4-18.6 µs,
-and an open stream holds one task and a few futures less (43 KB instead of 48.6 KB in S3).
+control checks on every put and get, a keep-alive task per connection). The turn driver drains
+every message that one socket read brought in and writes them in one response chunk, so here a
+read's messages land in a plain deque that ``recv`` pops: less CPU per event and less memory per
+open stream (bench/RESULTS.md has the measurements).
 
 Flow control is by bytes: above :data:`READ_HIGH_WATER` received but not yet taken, the shell
 stops reading the socket, so a slow browser slows the upstream instead of growing our memory.
@@ -79,7 +78,7 @@ class _Shell(asyncio.Protocol):
         #: The server's handshake response arrived (accepted or not: see ``handshake_exc``).
         self.response_received = False
         #: The future ``recv`` waits on while nothing is buffered.
-        self.waiter: asyncio.Future[None] | None = None
+        self.waiter: asyncio.Future[object] | None = None
         self.transport: asyncio.Transport
 
     # -- asyncio callbacks ---------------------------------------------------------------------
@@ -98,14 +97,15 @@ class _Shell(asyncio.Protocol):
         for event in events:
             if event.__class__ is Frame:
                 opcode = event.opcode
+                payload: bytes = event.data  # type: ignore[assignment]  # bytes, from the parser
                 if opcode is _TEXT or opcode is _BINARY:
                     if event.fin:
-                        messages.append(event.data)
-                        self.buffered_bytes += len(event.data)
+                        messages.append(payload)
+                        self.buffered_bytes += len(payload)
                     else:
-                        self._fragments = [event.data]
+                        self._fragments = [payload]
                 elif opcode is _CONT:
-                    self._fragments.append(event.data)
+                    self._fragments.append(payload)
                     if event.fin:
                         message = b"".join(self._fragments)
                         self._fragments = []
@@ -193,10 +193,16 @@ class _Shell(asyncio.Protocol):
         return UpstreamClosed(detail=f"receive: {error}")
 
 
+#: The result a waiting ``recv`` gets from :meth:`WebSocketUpstream.wake`.
+_WOKEN = object()
+
+
 class WebSocketUpstream:
-    def __init__(self, shell: _Shell) -> None:
+    def __init__(self, shell: _Shell, abort_frame: dict[str, Any] | None = None) -> None:
         self._shell = shell
         self._messages = shell.messages
+        #: What :meth:`aclose` sends first when the turn is abandoned.
+        self.abort_frame = abort_frame
 
     async def send(self, frame: dict[str, Any]) -> None:
         shell = self._shell
@@ -205,8 +211,9 @@ class WebSocketUpstream:
         shell.protocol.send_text(orjson.dumps(frame))
         shell.flush()
 
-    async def recv(self) -> bytes:
-        """The next message's payload as bytes (no UTF-8 decoding: orjson parses bytes)."""
+    async def recv(self) -> bytes | None:
+        """The next message's payload as bytes (no UTF-8 decoding: orjson parses bytes), or
+        ``None`` when :meth:`wake` interrupted the wait."""
         messages = self._messages
         shell = self._shell
         while not messages:
@@ -214,7 +221,8 @@ class WebSocketUpstream:
                 raise shell.end_exception()
             shell.waiter = waiter = asyncio.get_running_loop().create_future()
             try:
-                await waiter
+                if await waiter is _WOKEN:
+                    return None
             finally:
                 shell.waiter = None
         data = messages.popleft()
@@ -224,11 +232,17 @@ class WebSocketUpstream:
     def buffered(self) -> bool:
         return bool(self._messages)
 
+    def wake(self) -> None:
+        waiter = self._shell.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(_WOKEN)
+
     async def gather(self, seconds: float) -> None:
         await self._shell.gather(seconds)
 
-    async def aclose(self, *, abort_frame: dict[str, Any] | None = None) -> None:
-        """Close (sending ``abort_frame`` first, if given) within :data:`CLOSE_TIMEOUT`."""
+    async def aclose(self, *, abort: bool = False) -> None:
+        """Close (with ``abort``, sending the abort frame first) within :data:`CLOSE_TIMEOUT`."""
+        abort_frame = self.abort_frame if abort else None
         shell = self._shell
         protocol = shell.protocol
         # Unread messages are dropped; reading must go on for the server's close reply.
@@ -247,7 +261,12 @@ class WebSocketUpstream:
 
 
 async def open_websocket(
-    url: str, *, headers: dict[str, str], connect_timeout: float, high_water: int = READ_HIGH_WATER
+    url: str,
+    *,
+    headers: dict[str, str],
+    connect_timeout: float,
+    abort_frame: dict[str, Any] | None = None,
+    high_water: int = READ_HIGH_WATER,
 ) -> WebSocketUpstream:
     """Connect and finish the handshake within ``connect_timeout``, or raise an UpstreamError."""
     with map_upstream_errors("connect"):
@@ -275,4 +294,4 @@ async def open_websocket(
         if protocol.handshake_exc is not None or not shell.response_received:
             transport.abort()
             raise protocol.handshake_exc or ConnectionClosedError(None, None)
-    return WebSocketUpstream(shell)
+    return WebSocketUpstream(shell, abort_frame)

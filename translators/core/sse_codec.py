@@ -41,8 +41,15 @@ STREAM_OPEN_FRAME: Final = b": stream-open\n\n"
 _DATA_REQUIRED: Final = REQUIRED_JSON_KEYS[DATA_PREFIX]
 
 
-def _scrub(value: Any) -> Any:
-    """A JSON-safe copy: lone surrogates become U+FFFD, keys become strings, others ``str()``.
+#: Nesting kept by the scrubbing slow path; deeper values are replaced by :data:`TOO_DEEP` (orjson
+#: itself stops at 254 levels, and Python's recursion limit is not far beyond).
+MAX_DEPTH: Final = 200
+TOO_DEEP: Final = "[nested too deeply]"
+
+
+def _scrub(value: Any, depth: int = 0) -> Any:
+    """A JSON-safe copy: lone surrogates become U+FFFD, keys become strings, others ``str()``,
+    values nested deeper than :data:`MAX_DEPTH` become :data:`TOO_DEEP`.
 
     The UTF-16 round trip joins surrogate pairs into their character (as a JS string would read
     them) and turns each lone surrogate into one U+FFFD.
@@ -53,10 +60,12 @@ def _scrub(value: Any) -> Any:
         return value if math.isfinite(value) else None
     if value is None or isinstance(value, bool | int):
         return value
+    if depth >= MAX_DEPTH:
+        return TOO_DEEP
     if isinstance(value, dict):
-        return {_scrub(str(k)): _scrub(v) for k, v in value.items()}
+        return {_scrub(str(k)): _scrub(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_scrub(v) for v in value]
+        return [_scrub(v, depth + 1) for v in value]
     return _scrub(str(value))
 
 
@@ -73,7 +82,8 @@ def _normalize(chunk: dict[str, Any]) -> dict[str, Any]:
 
 
 def encode_chunk(chunk: dict[str, Any]) -> bytes:
-    """One SSE event for one UI chunk. Never raises for a dict of JSON-ish values."""
+    """One SSE event for one UI chunk. Never raises for a dict of JSON-ish values (any depth,
+    any size, lone surrogates, integers beyond 64 bits, NaN)."""
     if None in chunk.values() or chunk.get("type") in REQUIRED_JSON_KEYS:
         chunk = _normalize(chunk)
     elif chunk.get("type", "").startswith(DATA_PREFIX) and "data" not in chunk:

@@ -1,22 +1,34 @@
-"""Agent-harness events → UI chunks. Mapping and reasons: ``protocol_specs/open_harness.py``."""
+"""The ``open-harness`` dialect: an agent-harness flow runtime (``agent:*``, ``node:*``,
+``flow:*`` events) over WebSocket.
+
+Events → UI chunks (mapping and reasons: ``protocol_specs/open_harness.py``), and the send and
+abort frames that drive a run over WebSocket.
+"""
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from typing import Any
 
+from protocol_specs import open_harness as spec
 from protocol_specs.open_harness import BOOKKEEPING_PREFIXES, FLOW_STATUS_PART_ID
-from translators.base import (
+from translators.kit import (
     Chunk,
+    CloseReason,
+    CloseRequest,
+    Dialect,
+    Item,
+    MalformedEvent,
     Translator,
     TranslatorOptions,
-    close_request,
+    TurnInput,
+    WebSocketContract,
     error_message,
     optional_str,
 )
-from translators.guard import CloseReason
 
-__all__ = ["OpenHarnessTranslator"]
+__all__ = ["DIALECT", "OpenHarnessTranslator"]
 
 _MISSING = object()
 
@@ -31,13 +43,11 @@ def _first(event: dict[str, Any], *keys: str) -> Any:
 def _delta_text(event: dict[str, Any]) -> str:
     value = _first(event, "delta", "content", "text")
     if not isinstance(value, str):
-        raise TypeError("text delta has no string 'delta' or 'content'")
+        raise MalformedEvent("text delta has no string 'delta' or 'content'")
     return value
 
 
 class OpenHarnessTranslator(Translator):
-    dialect = "open-harness"
-    summary = "agent-harness flow runtime events (agent:*, node:*, flow:*)"
     HANDLERS = {
         "agent:text:delta": "_on_text_delta",
         "agent:thinking:delta": "_on_thinking_delta",
@@ -76,7 +86,7 @@ class OpenHarnessTranslator(Translator):
 
     # -- text and thinking -----------------------------------------------------------------------
 
-    def _on_text_delta(self, event: dict[str, Any]) -> list[Chunk]:
+    def _on_text_delta(self, event: dict[str, Any]) -> Sequence[Item]:
         delta = _delta_text(event)
         if not delta:
             return []
@@ -92,14 +102,14 @@ class OpenHarnessTranslator(Translator):
         self._text_streamed = True
         return delta
 
-    def _on_thinking_delta(self, event: dict[str, Any]) -> list[Chunk]:
+    def _on_thinking_delta(self, event: dict[str, Any]) -> Sequence[Item]:
         delta = _delta_text(event)
         if not delta:
             return []
         self._thinking_streamed = True
         return self.reasoning_delta(delta)
 
-    def _on_text_complete(self, event: dict[str, Any]) -> list[Chunk]:
+    def _on_text_complete(self, event: dict[str, Any]) -> Sequence[Item]:
         text = _delta_text(event)
         if self._text_streamed:
             self._text_streamed = False
@@ -107,7 +117,7 @@ class OpenHarnessTranslator(Translator):
         self.stats["complete-text-used"] += 1
         return [*self.text_delta(text), *self.end_text()] if text else []
 
-    def _on_thinking_complete(self, event: dict[str, Any]) -> list[Chunk]:
+    def _on_thinking_complete(self, event: dict[str, Any]) -> Sequence[Item]:
         text = _delta_text(event)
         if self._thinking_streamed:
             self._thinking_streamed = False
@@ -121,7 +131,7 @@ class OpenHarnessTranslator(Translator):
 
     # -- tools -----------------------------------------------------------------------------------
 
-    def _on_tool(self, event: dict[str, Any]) -> list[Chunk]:
+    def _on_tool(self, event: dict[str, Any]) -> Sequence[Item]:
         name = optional_str(event, "toolName") or optional_str(event, "name") or "unknown"
         call_id = optional_str(event, "toolCallId")
         tool_input = _first(event, "toolInput", "input", "args")
@@ -174,20 +184,20 @@ class OpenHarnessTranslator(Translator):
 
     # -- framing ---------------------------------------------------------------------------------
 
-    def _on_bookkeeping(self, event: dict[str, Any]) -> list[Chunk]:
+    def _on_bookkeeping(self, event: dict[str, Any]) -> Sequence[Item]:
         self.stats["bookkeeping"] += 1
         return []
 
-    def _on_agent_complete(self, event: dict[str, Any]) -> list[Chunk]:
-        out = self._end_parts()
+    def _on_agent_complete(self, event: dict[str, Any]) -> Sequence[Item]:
+        out: list[Item] = [*self._end_parts()]
         if not self._flow_framed:
-            out.append(close_request(CloseReason.COMPLETED, finish_reason="stop"))
+            out.append(CloseRequest(CloseReason.COMPLETED, finish_reason="stop"))
         return out
 
-    def _on_node_start(self, event: dict[str, Any]) -> list[Chunk]:
+    def _on_node_start(self, event: dict[str, Any]) -> Sequence[Item]:
         return [*self._end_parts(), {"type": "start-step"}]
 
-    def _on_node_complete(self, event: dict[str, Any]) -> list[Chunk]:
+    def _on_node_complete(self, event: dict[str, Any]) -> Sequence[Item]:
         out = self._end_parts()
         data = {"nodeId": event.get("nodeId"), "output": event.get("output")}
         out.append({"type": "data-node-output", "data": data})
@@ -198,24 +208,44 @@ class OpenHarnessTranslator(Translator):
         data = {"status": status, "flowName": self._flow_name}
         return {"type": "data-flow-status", "id": FLOW_STATUS_PART_ID, "data": data}
 
-    def _on_flow_status(self, event: dict[str, Any]) -> list[Chunk]:
+    def _on_flow_status(self, event: dict[str, Any]) -> Sequence[Item]:
         self._flow_framed = True
         self._flow_name = optional_str(event, "flowName") or self._flow_name
         default = "running" if event["type"] == "flow:start" else "unknown"
         status = optional_str(event, "status") or default
         return [self._flow_status(status)]
 
-    def _on_flow_complete(self, event: dict[str, Any]) -> list[Chunk]:
+    def _on_flow_complete(self, event: dict[str, Any]) -> Sequence[Item]:
         self._flow_framed = True
-        out = self._end_parts()
+        out: list[Item] = [*self._end_parts()]
         out.append(self._flow_status(optional_str(event, "status") or "complete"))
-        out.append(close_request(CloseReason.COMPLETED, finish_reason="stop"))
+        out.append(CloseRequest(CloseReason.COMPLETED, finish_reason="stop"))
         return out
 
-    def _on_error(self, event: dict[str, Any]) -> list[Chunk]:
+    def _on_error(self, event: dict[str, Any]) -> Sequence[Item]:
         text = error_message(event.get("error", event.get("message")), "The agent failed.")
-        out = self._end_parts()
+        out: list[Item] = [*self._end_parts()]
         if event["type"] == "flow:error":
             out.append(self._flow_status("error"))
-        out.append(close_request(CloseReason.UPSTREAM_ERROR, text))
+        out.append(CloseRequest(CloseReason.UPSTREAM_ERROR, text))
         return out
+
+
+# -- the upstream contract -----------------------------------------------------------------------
+
+
+def _send_frame(turn: TurnInput) -> dict[str, Any]:
+    return spec.send_frame(turn.run_id, turn.require_prompt().text)
+
+
+def _abort_frame(turn: TurnInput) -> dict[str, Any]:
+    return spec.abort_frame(turn.run_id)
+
+
+DIALECT = Dialect(
+    name="open-harness",
+    summary="agent-harness flow runtime events (agent:*, node:*, flow:*)",
+    translator=OpenHarnessTranslator,
+    websocket=WebSocketContract(prompt_frame=_send_frame, abort_frame=_abort_frame),
+    spec=spec.__name__,
+)

@@ -1,23 +1,36 @@
-"""agent-ops V2 events → UI chunks. Mapping and reasons: ``protocol_specs/agent_ops_v2.py``."""
+"""The ``agent-ops-v2`` dialect: the agent-ops V2 session backend over WebSocket.
+
+Events → UI chunks (mapping and reasons: ``protocol_specs/agent_ops_v2.py``), the prompt and abort
+frames, and the demo backend ``chunkbridge demo`` plays.
+"""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from protocol_specs import agent_ops_v2 as spec
 from protocol_specs.agent_ops_v2 import FINALIZE_REASONS, HYDRATION_EVENTS
-from translators.base import (
+from translators.kit import (
     Chunk,
+    CloseReason,
+    CloseRequest,
+    DemoStep,
+    Dialect,
+    Item,
+    Pause,
     Translator,
     TranslatorOptions,
-    close_request,
+    TurnInput,
+    WebSocketContract,
     error_message,
     optional_str,
     require_str,
 )
-from translators.guard import CloseReason
 
-__all__ = ["AgentOpsV2Translator"]
+__all__ = ["DIALECT", "AgentOpsV2Translator"]
 
 
 @dataclass(slots=True)
@@ -29,8 +42,6 @@ class _Call:
 
 
 class AgentOpsV2Translator(Translator):
-    dialect = "agent-ops-v2"
-    summary = "agent-ops V2 session backend events (WebSocket)"
     HANDLERS = {
         "message.create": "_on_create",
         "message.part.text-delta": "_on_text_delta",
@@ -56,7 +67,7 @@ class AgentOpsV2Translator(Translator):
 
     # -- turn framing ----------------------------------------------------------------------------
 
-    def _on_create(self, event: dict[str, Any]) -> list[Chunk]:
+    def _on_create(self, event: dict[str, Any]) -> Sequence[Item]:
         self._turns += 1
         self._turn_text = []
         self._text_since_tool = False
@@ -67,7 +78,7 @@ class AgentOpsV2Translator(Translator):
             for k in ("turnId", "channelType", "channelId")
             if isinstance(event.get(k), str)
         }
-        if self.guard.started:  # e.g. an agentStatus came first: the metadata is what is left
+        if self.started:  # e.g. an agentStatus came first: the metadata is what is left
             head: list[Chunk] = (
                 [{"type": "message-metadata", "messageMetadata": metadata}] if metadata else []
             )
@@ -77,7 +88,7 @@ class AgentOpsV2Translator(Translator):
             start["messageMetadata"] = metadata
         return [start, {"type": "start-step"}]
 
-    def _on_text_delta(self, event: dict[str, Any]) -> list[Chunk]:
+    def _on_text_delta(self, event: dict[str, Any]) -> Sequence[Item]:
         delta = require_str(event, "delta")
         if not delta:
             return []
@@ -95,22 +106,22 @@ class AgentOpsV2Translator(Translator):
         self._text_since_tool = True
         return delta
 
-    def _on_legacy_chunk(self, event: dict[str, Any]) -> list[Chunk]:
+    def _on_legacy_chunk(self, event: dict[str, Any]) -> Sequence[Item]:
         return self._on_text_delta({"delta": require_str(event, "content")})
 
-    def _on_finalize(self, event: dict[str, Any]) -> list[Chunk]:
+    def _on_finalize(self, event: dict[str, Any]) -> Sequence[Item]:
         reason = optional_str(event, "reason") or "end_turn"
-        out = self._final_text(optional_str(event, "finalText"))
+        out: list[Item] = [*self._final_text(optional_str(event, "finalText"))]
         out += self.end_parts()
         if reason in FINALIZE_REASONS and FINALIZE_REASONS[reason] is None:
             text = error_message(event.get("error"), "The agent reported an error.")
-            out.append(close_request(CloseReason.UPSTREAM_ERROR, text))
+            out.append(CloseRequest(CloseReason.UPSTREAM_ERROR, text))
             return out
         finish_reason = FINALIZE_REASONS.get(reason, "other")
         if finish_reason == "interrupted":
-            out.append(close_request(CloseReason.ABORTED, finish_reason="interrupted"))
+            out.append(CloseRequest(CloseReason.ABORTED, finish_reason="interrupted"))
         else:
-            out.append(close_request(CloseReason.COMPLETED, finish_reason=finish_reason))
+            out.append(CloseRequest(CloseReason.COMPLETED, finish_reason=finish_reason))
         return out
 
     def _final_text(self, final_text: str | None) -> list[Chunk]:
@@ -122,21 +133,21 @@ class AgentOpsV2Translator(Translator):
         self.stats["final-text-used"] += 1
         return [*self.text_delta(final_text), *self.end_text()]
 
-    def _on_complete(self, event: dict[str, Any]) -> list[Chunk]:
-        return [*self.end_parts(), close_request(CloseReason.COMPLETED, finish_reason="stop")]
+    def _on_complete(self, event: dict[str, Any]) -> Sequence[Item]:
+        return [*self.end_parts(), CloseRequest(CloseReason.COMPLETED, finish_reason="stop")]
 
-    def _on_error(self, event: dict[str, Any]) -> list[Chunk]:
+    def _on_error(self, event: dict[str, Any]) -> Sequence[Item]:
         text = error_message(event.get("error") or event.get("message"), "The agent failed.")
-        return [close_request(CloseReason.UPSTREAM_ERROR, text)]
+        return [CloseRequest(CloseReason.UPSTREAM_ERROR, text)]
 
     # -- tools -----------------------------------------------------------------------------------
 
-    def _on_tool_update(self, event: dict[str, Any]) -> list[Chunk]:
+    def _on_tool_update(self, event: dict[str, Any]) -> Sequence[Item]:
         call_id = require_str(event, "callId")
         status = require_str(event, "status")
         name = optional_str(event, "toolName")
         args = event.get("args")
-        out = self.end_text()
+        out: list[Item] = [*self.end_text()]
         self._text_since_tool = False
         call = self._calls.get(call_id)
         if call is None:
@@ -195,14 +206,14 @@ class AgentOpsV2Translator(Translator):
 
     # -- side channels ---------------------------------------------------------------------------
 
-    def _on_agent_status(self, event: dict[str, Any]) -> list[Chunk]:
+    def _on_agent_status(self, event: dict[str, Any]) -> Sequence[Item]:
         data = {"status": require_str(event, "status")}
         detail = event.get("detail")
         if detail is not None:
             data["detail"] = detail
         return [{"type": "data-agent-status", "data": data, "transient": True}]
 
-    def _on_question(self, event: dict[str, Any]) -> list[Chunk]:
+    def _on_question(self, event: dict[str, Any]) -> Sequence[Item]:
         data = {k: v for k, v in event.items() if k != "type"}
         chunk: Chunk = {"type": "data-question", "data": data}
         question_id = event.get("questionId", event.get("id"))
@@ -210,10 +221,124 @@ class AgentOpsV2Translator(Translator):
             chunk["id"] = question_id
         return [*self.end_text(), chunk]
 
-    def _on_status(self, event: dict[str, Any]) -> list[Chunk]:
+    def _on_status(self, event: dict[str, Any]) -> Sequence[Item]:
         data = {k: v for k, v in event.items() if k != "type"}
         return [{"type": "data-session-status", "data": data, "transient": True}]
 
-    def _on_hydration(self, event: dict[str, Any]) -> list[Chunk]:
+    def _on_hydration(self, event: dict[str, Any]) -> Sequence[Item]:
         self.stats["hydration"] += 1
         return []
+
+
+# -- the upstream contract -----------------------------------------------------------------------
+
+
+def _prompt_frame(turn: TurnInput) -> dict[str, Any]:
+    prompt = turn.require_prompt()
+    attachments = [f.model_dump(exclude_none=True) for f in prompt.files]
+    return spec.prompt_frame(prompt.text, prompt.message_id or turn.run_id, attachments)
+
+
+def _regenerate_frame(turn: TurnInput) -> dict[str, Any]:
+    return {**_prompt_frame(turn), "regenerate": True}
+
+
+def _abort_frame(turn: TurnInput) -> dict[str, Any]:
+    return dict(spec.ABORT_FRAME)
+
+
+# -- the demo backend (``chunkbridge demo``) -----------------------------------------------------
+
+DEMO_DELAY = 0.03
+DEMO_ANSWER = (
+    "## What chunkbridge does\n\n"
+    "It sits **between** your agent backend and any `useChat` app:\n\n"
+    "1. the app POSTs the chat request,\n"
+    "2. chunkbridge opens the session's WebSocket and sends the prompt,\n"
+    "3. every upstream event becomes AI SDK UI message chunks.\n\n"
+)
+DEMO_AFTER_TOOL = "The search found **3 matches**. Ask me anything else to see another turn."
+DEMO_RESULT = {"matches": 3, "top": "README.md#usage"}
+DEMO_FAILURE = "The demo agent failed on purpose (you asked)."
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\S+\s*|\s+", text)
+
+
+def demo_turn(
+    prompt: dict[str, Any], number: int, aborted: Callable[[], bool]
+) -> Iterator[DemoStep]:
+    """One scripted, realistic turn: status updates, a markdown answer streamed word by word, a
+    tool going pending → running → completed, more text. "fail" in the prompt makes the agent
+    report an error mid-answer; "slow" streams eight times slower (for trying Stop). After the
+    abort frame the turn is finalized as ``canceled``."""
+    text = str(prompt.get("content", "")) if isinstance(prompt, dict) else ""
+    pace = DEMO_DELAY * (8 if "slow" in text.lower() else 1)
+    turn, call = f"turn_{number:04d}", f"prt_{number:04d}"
+
+    def status(value: str) -> dict[str, Any]:
+        return {"type": "agentStatus", "status": value}
+
+    def deltas(body: str) -> list[dict[str, Any]]:
+        return [
+            {"type": "message.part.text-delta", "turnId": turn, "delta": word}
+            for word in _words(body)
+        ]
+
+    tool = {"type": "message.part.tool-update", "turnId": turn, "callId": call}
+    tool["toolName"] = "search_docs"
+    query = {"query": text[:80]}
+    answer = [
+        status("thinking"),
+        {"type": "message.create", "turnId": turn, "channelType": "web"},
+        status("streaming"),
+        *deltas(f"You said: *{text[:200]}*\n\n" + DEMO_ANSWER),
+    ]
+    after = [
+        status("tool_calling"),
+        {**tool, "status": "pending", "args": {}},
+        {**tool, "status": "running", "args": query},
+        Pause(pace * 5),
+        {**tool, "status": "completed", "args": query, "result": DEMO_RESULT},
+        status("streaming"),
+        *deltas(DEMO_AFTER_TOOL),
+    ]
+    ok = yield from _play(answer, pace, aborted)
+    if ok and "fail" in text.lower():
+        yield {"type": "error", "messageId": turn, "error": DEMO_FAILURE}
+        return
+    ok = ok and (yield from _play(after, pace, aborted))
+    reason = "end_turn" if ok else "canceled"
+    yield {"type": "message.finalize", "turnId": turn, "reason": reason}
+    yield status("idle")
+    yield {"type": "complete"}
+
+
+def _play(
+    steps: list[Any], pace: float, aborted: Callable[[], bool]
+) -> Generator[DemoStep, None, bool]:
+    """Each event followed by a pause, until the end (True) or the abort frame (False)."""
+    for step in steps:
+        if isinstance(step, Pause):
+            yield step
+            continue
+        if aborted():
+            return False
+        yield step
+        yield Pause(pace)
+        if aborted():
+            return False
+    return True
+
+
+DIALECT = Dialect(
+    name="agent-ops-v2",
+    summary="agent-ops V2 session backend events (WebSocket)",
+    translator=AgentOpsV2Translator,
+    websocket=WebSocketContract(
+        prompt_frame=_prompt_frame, abort_frame=_abort_frame, regenerate_frame=_regenerate_frame
+    ),
+    spec=spec.__name__,
+    demo=demo_turn,
+)

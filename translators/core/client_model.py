@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-__all__ = ["ClientModel", "Rule", "ToolRecord", "PART_CLOSERS"]
+from protocol_specs.ui_message_stream import CHUNK_SPECS, TOOL_OUTPUT_TYPES, TOOL_REFERENCE_TYPES
+
+__all__ = ["ClientModel", "Rule", "ToolRecord"]
 
 
 class Rule(Enum):
@@ -46,10 +48,6 @@ class Rule(Enum):
     METADATA_MERGE = "messageMetadata cannot be merged into the current non-object metadata"
 
 
-#: The chunk that closes an open part of each streaming kind.
-PART_CLOSERS = {"text": "text-end", "reasoning": "reasoning-end"}
-
-
 @dataclass(slots=True)
 class ToolRecord:
     """What the client knows of one ``toolCallId``."""
@@ -64,8 +62,10 @@ class ToolRecord:
     provider_executed: bool = False
 
 
-_OUTPUT_TYPES = frozenset({"tool-output-available", "tool-output-error", "tool-output-denied"})
-_METADATA_TYPES = frozenset({"start", "message-metadata", "finish"})
+#: Types that carry ``messageMetadata`` (merged into the message's metadata by the client).
+_METADATA_TYPES = frozenset(
+    t for t, spec in CHUNK_SPECS.items() if "messageMetadata" in spec.fields
+)
 
 
 def _is_primitive(value: Any) -> bool:
@@ -117,7 +117,7 @@ class ClientModel:
         if chunk_type == "tool-input-delta":
             ok = chunk["toolCallId"] in self.partial_tools
             return None if ok else Rule.TOOL_INPUT_NOT_STARTED
-        if chunk_type in _OUTPUT_TYPES or chunk_type == "tool-approval-request":
+        if chunk_type in TOOL_REFERENCE_TYPES:
             record = self.tools.get(chunk["toolCallId"])
             if record is None:
                 return Rule.TOOL_CALL_UNKNOWN
@@ -156,7 +156,7 @@ class ClientModel:
             record = self._tool_part(chunk)
             record.input_streaming = False
             record.settled = True
-        elif chunk_type in _OUTPUT_TYPES:
+        elif chunk_type in TOOL_OUTPUT_TYPES:
             record = self.tools[chunk["toolCallId"]]
             record.input_streaming = False
             record.settled = not chunk.get("preliminary", False)

@@ -1,8 +1,8 @@
 """The stream guard: any sequence of chunks in, a stream every target client accepts out.
 
 A sans-I/O state machine in the manner of h11's ``_state.py``. It never knows which dialect produced
-a chunk; it knows the client (:class:`~translators.stream_rules.ClientModel`, the same model the
-validator runs) and repairs instead of letting the client throw:
+a chunk; it knows the client (:class:`~translators.core.client_model.ClientModel`, the same model
+the validator runs) and repairs instead of letting the client throw:
 
 * exactly one ``start`` first (with the message id to reuse when continuing, spec §5.4); a later
   ``start`` only contributes its metadata (as ``message-metadata``);
@@ -12,111 +12,50 @@ validator runs) and repairs instead of letting the client throw:
 * text and reasoning parts closed before ``finish-step``, ``finish`` and ``error``;
 * tool output/approval chunks only for known tool calls (others become ``data-*`` parts), with the
   ``dynamic`` flag ai 5 needs;
-* the closing discipline, in one place for every dialect: close open parts, settle pending tool
-  calls (``tool-output-error``), then ``error`` if the reason is an error, then ``finish-step``,
-  then exactly one ``finish`` with a finishReason the target accepts. Nothing after ``finish``.
+* the closing discipline, in one place for every dialect (:meth:`StreamGuard.close`, the only way
+  a stream ends): close open parts, settle pending tool calls (``tool-output-error``), then
+  ``error`` if the reason is an error, then ``finish-step``, then exactly one ``finish`` with a
+  finishReason the target accepts. Nothing after ``finish``. A ``finish`` or ``error`` chunk fed
+  in is read as the :class:`~translators.core.closing.CloseRequest` it stands for.
 
-Every chunk first goes through :class:`~translators.gating.Gate` for the target major. Each repair
-is counted in :attr:`StreamGuard.repairs` and reported through ``on_repair``. ``feed`` and ``close``
-never raise and do O(1) work per chunk (closing is linear in the open parts, once).
+Every chunk first goes through :class:`~translators.core.gating.Gate` for the target major. Each
+repair is counted in :attr:`StreamGuard.repairs` and reported through ``on_repair``. ``feed`` and
+``close`` never raise and do O(1) work per chunk (closing is linear in the open parts, once).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
-from enum import Enum
 from typing import Any
 
-from protocol_specs.ui_message_stream import DATA_PREFIX, DEFAULT_TARGET
-from translators.gating import ConversionHook, Gate
-from translators.stream_rules import ClientModel, Rule
+from protocol_specs.ui_message_stream import (
+    CHUNK_SPECS,
+    DATA_PREFIX,
+    DEFAULT_TARGET,
+    STEPLESS_TYPES,
+    TOOL_OUTPUT_TYPES,
+)
+from translators.core.client_model import ClientModel, Rule
+from translators.core.closing import CLOSE_OUTCOMES, CloseReason, CloseRequest, Outcome
+from translators.core.gating import ConversionHook, Gate
 
-__all__ = ["CloseReason", "StreamGuard", "CLOSE_OUTCOMES", "Outcome"]
+__all__ = ["Chunk", "RepairHook", "StreamGuard"]
 
 Chunk = dict[str, Any]
 RepairHook = Callable[[str, dict[str, Any]], None]
 
-
-class CloseReason(Enum):
-    """Why a stream ends; :data:`CLOSE_OUTCOMES` says what the client is told."""
-
-    #: The upstream ended the turn normally.
-    COMPLETED = "completed"
-    #: The upstream reported an error.
-    UPSTREAM_ERROR = "upstream-error"
-    #: The upstream connection ended without a terminal event (a truncated turn).
-    UPSTREAM_CLOSED = "upstream-closed"
-    #: The upstream sent something that cannot be understood.
-    UPSTREAM_PROTOCOL_ERROR = "upstream-protocol-error"
-    #: The client went away or pressed Stop.
-    ABORTED = "aborted"
-    #: A first-event, idle or total timeout ran out.
-    TIMEOUT = "timeout"
-    #: The gateway is shutting down.
-    SHUTDOWN = "shutdown"
-    #: A bug on our side; the detail goes to the log only.
-    INTERNAL_ERROR = "internal-error"
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    is_error: bool
-    finish_reason: str
-    #: ``errorText`` used when the caller gives none (short, shown to the user as is).
-    error_text: str
-    #: ``errorText`` for tool calls left without an output.
-    tool_text: str
-
-
-CLOSE_OUTCOMES: dict[CloseReason, Outcome] = {
-    CloseReason.COMPLETED: Outcome(False, "stop", "", "The tool call did not complete."),
-    CloseReason.UPSTREAM_ERROR: Outcome(
-        True, "error", "The agent reported an error.", "interrupted"
-    ),
-    CloseReason.UPSTREAM_CLOSED: Outcome(
-        True, "error", "The agent stopped before finishing its answer.", "interrupted"
-    ),
-    CloseReason.UPSTREAM_PROTOCOL_ERROR: Outcome(
-        True, "error", "The agent sent a message that could not be understood.", "interrupted"
-    ),
-    # ai 7 marks an interrupted message (no automatic follow-up); the gate maps it to "other"
-    # below 7.
-    CloseReason.ABORTED: Outcome(False, "interrupted", "", "interrupted"),
-    CloseReason.TIMEOUT: Outcome(
-        True, "error", "The agent did not respond in time.", "interrupted"
-    ),
-    CloseReason.SHUTDOWN: Outcome(
-        True, "error", "The server is restarting; please try again.", "interrupted"
-    ),
-    CloseReason.INTERNAL_ERROR: Outcome(
-        True, "error", "An internal error occurred.", "interrupted"
-    ),
-}
-
-
-#: Chunk types that do not create a part, so they never open a step by themselves.
-_STEPLESS = frozenset(
-    {
-        "start",
-        "finish",
-        "message-metadata",
-        "error",
-        "abort",
-        "start-step",
-        "finish-step",
-        "reset-step",
-    }
-)
-_DYNAMIC_AWARE = frozenset({"tool-output-available", "tool-output-error"})
-_TOOL_REFERENCES = frozenset(
-    {"tool-output-available", "tool-output-error", "tool-output-denied", "tool-approval-request"}
-)
+#: Outputs that carry ``dynamic``: ai 5 looks the tool part up by kind with it.
+_DYNAMIC_AWARE = frozenset(t for t in TOOL_OUTPUT_TYPES if "dynamic" in CHUNK_SPECS[t].fields)
+_COMPLETED = CloseRequest(CloseReason.COMPLETED)
 
 
 class StreamGuard:
-    """Feed chunks with :meth:`feed`; end with :meth:`close`. Both return chunks to send."""
+    """Feed chunks with :meth:`feed`; end with :meth:`close`. Both return chunks to send.
+
+    Read by the turn pipeline's fast path, as plain attributes (not properties, they are read
+    per frame): :attr:`in_step`, :attr:`open_text`, :attr:`finished`.
+    """
 
     def __init__(
         self,
@@ -134,17 +73,22 @@ class StreamGuard:
         self.message_id = message_id
         self.gate = Gate(target, on_conversion)
         self.model = ClientModel(major=target, message_id="")
+        #: Open text part ids as the client knows them (the same dict for the guard's whole
+        #: life: the turn pipeline keeps a reference to it).
+        self.open_text = self.model.open_text
         #: Repairs by kind (``opened-text``, ``dropped-after-finish``…): our translators' and the
         #: upstream's mistakes, which the client would otherwise have died on.
         self.repairs: Counter[str] = Counter()
         self._on_repair = on_repair
         #: ``start`` was emitted (a later ``start`` only adds metadata).
         self.started = False
-        #: ``finish`` was emitted; everything fed after it is discarded (and counted). Plain
-        #: attributes, not properties: the gateway's response loop reads ``finished`` per frame.
+        #: A step is open: part chunks need no ``start-step`` first.
+        self.in_step = False
+        #: ``finish`` was emitted; everything fed after it is discarded (and counted).
         self.finished = False
-        self._in_step = False
-        #: The reason ``finish`` carried, for logs and tests.
+        #: The request that ended the stream (its reason is the close reason of the turn).
+        self.close_request: CloseRequest | None = None
+        #: The finishReason ``finish`` carried, and the ``errorText`` of ``error``, if any.
         self.finish_reason: str | None = None
         self.error_text: str | None = None
 
@@ -159,11 +103,11 @@ class StreamGuard:
         """Chunks to send for one translator chunk; ``[]`` after ``finish``. Never raises."""
         # Hot path: a well-formed text delta for an open part inside a step needs no work.
         if (
-            self._in_step
+            self.in_step
             and type(chunk) is dict
             and chunk.get("type") == "text-delta"
             and len(chunk) == 3
-            and chunk.get("id") in self.model.open_text
+            and chunk.get("id") in self.open_text
             and type(chunk.get("delta")) is str
         ):
             return [chunk]
@@ -181,21 +125,14 @@ class StreamGuard:
             self._feed_gated(gated, out)
         return out
 
-    def close(
-        self,
-        reason: CloseReason = CloseReason.COMPLETED,
-        error_text: str | None = None,
-        *,
-        finish_reason: str | None = None,
-        message_metadata: Any = None,
-    ) -> list[Chunk]:
+    def close(self, request: CloseRequest = _COMPLETED) -> list[Chunk]:
         """End the stream: the closing chunks, or ``[]`` if it already finished. Never raises."""
         if self.finished:
             return []
         out: list[Chunk] = []
         if not self.started:
             self._emit_start(out, None)
-        self._finish(out, reason, error_text, finish_reason, message_metadata)
+        self._finish(out, request)
         return out
 
     # -- internals -----------------------------------------------------------------------------
@@ -236,36 +173,35 @@ class StreamGuard:
                 self._repair("dropped-second-start", chunk)
             return
         if chunk_type == "finish":
-            self._finish(
-                out,
+            request = CloseRequest(
                 CloseReason.COMPLETED,
-                None,
-                chunk.get("finishReason"),
-                chunk.get("messageMetadata"),
+                finish_reason=chunk.get("finishReason"),
+                message_metadata=chunk.get("messageMetadata"),
             )
+            self._finish(out, request)
             return
         if chunk_type == "error":
-            self._finish(out, CloseReason.UPSTREAM_ERROR, chunk["errorText"], None, None)
+            self._finish(out, CloseRequest(CloseReason.UPSTREAM_ERROR, chunk["errorText"]))
             return
         if chunk_type == "start-step":
-            if self._in_step:
+            if self.in_step:
                 self._repair("closed-step-before-start-step", chunk)
                 self._end_step(out)
-            self._in_step = True
+            self.in_step = True
             self._apply(chunk, out)
             return
         if chunk_type == "finish-step":
-            if not self._in_step:
+            if not self.in_step:
                 self._repair("dropped-finish-step-outside-step", chunk)
                 return
             self._end_step(out)
             return
         if (
-            chunk_type not in _STEPLESS
-            and not self._in_step
+            not self.in_step
+            and chunk_type not in STEPLESS_TYPES
             and not chunk_type.startswith(DATA_PREFIX)
         ):
-            self._in_step = True
+            self.in_step = True
             self._apply({"type": "start-step"}, out)
         if chunk_type in _DYNAMIC_AWARE:
             chunk = self._with_dynamic_flag(chunk)
@@ -339,7 +275,7 @@ class StreamGuard:
     def _end_step(self, out: list[Chunk]) -> None:
         self._close_parts(out)
         self._apply({"type": "finish-step"}, out)
-        self._in_step = False
+        self.in_step = False
 
     def _settle_tools(self, out: list[Chunk], outcome: Outcome) -> None:
         for call_id, record in self.model.unsettled_tools():
@@ -357,29 +293,27 @@ class StreamGuard:
             self._repair("settled-pending-tool", settle)
             self._apply(settle, out)
 
-    def _finish(
-        self,
-        out: list[Chunk],
-        reason: CloseReason,
-        error_text: str | None,
-        finish_reason: str | None,
-        metadata: Any,
-    ) -> None:
-        outcome = CLOSE_OUTCOMES[reason]
+    def _finish(self, out: list[Chunk], request: CloseRequest) -> None:
+        self.close_request = request
+        outcome = CLOSE_OUTCOMES[request.reason]
         self._close_parts(out)
         self._settle_tools(out, outcome)
         if outcome.is_error:
-            use_given = error_text is not None and not self.mask_errors
-            self.error_text = error_text if use_given else outcome.error_text
+            given = request.error_text
+            use_given = given is not None and not self.mask_errors
+            self.error_text = given if use_given else outcome.error_text
             self._apply({"type": "error", "errorText": self.error_text}, out)
-        if self._in_step:
+        if self.in_step:
             self._apply({"type": "finish-step"}, out)
-            self._in_step = False
-        finish: Chunk = {"type": "finish", "finishReason": finish_reason or outcome.finish_reason}
+            self.in_step = False
+        finish: Chunk = {
+            "type": "finish",
+            "finishReason": request.finish_reason or outcome.finish_reason,
+        }
         if outcome.is_error:
             finish["finishReason"] = "error"
-        if metadata is not None:
-            finish["messageMetadata"] = metadata
+        if request.message_metadata is not None:
+            finish["messageMetadata"] = request.message_metadata
         gated = self._object_metadata(self.gate.gate(finish) or {"type": "finish"})
         self.finish_reason = gated.get("finishReason")
         self._apply(gated, out)

@@ -1,11 +1,11 @@
 """Read-only check of an SSE body against one client major: would ``useChat`` accept all of it?
 
 The same rules as the guard, read from the same places: framing from
-:class:`~translators.sse_codec.SseDecoder` (eventsource-parser semantics), shapes from
+:class:`~translators.core.sse_codec.SseDecoder` (eventsource-parser semantics), shapes from
 :func:`protocol_specs.ui_message_stream.schema_errors`, ordering from
-:class:`~translators.stream_rules.ClientModel`. The first fatal finding is where the real client
-throws; nothing after it is read, as in the client. An ``error`` chunk is a legitimate ending:
-the client stops applying chunks there, so the rest is only reported as a warning.
+:class:`~translators.core.client_model.ClientModel`. The first fatal finding is where the real
+client throws; nothing after it is read, as in the client. An ``error`` chunk is a legitimate
+ending: the client stops applying chunks there, so the rest is only reported as a warning.
 
 Warnings are what the client tolerates but is risky: no ``[DONE]``, events after ``[DONE]``, a last
 event without its blank line (silently dropped), keys a strict patch release would reject, field
@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from protocol_specs.ui_message_stream import SSE_DONE, schema_errors, unknown_keys
-from translators.sse_codec import SseDecoder, SseEvent
-from translators.stream_rules import ClientModel
+from translators.core.client_model import ClientModel
+from translators.core.sse_codec import SseDecoder, SseEvent
 
 __all__ = ["Finding", "ValidationReport", "validate_sse"]
 
@@ -73,7 +73,7 @@ def _parse_json(data: str) -> Any:
 def _chunk_type(data: str) -> Any:
     try:
         chunk = _parse_json(data)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return chunk.get("type") if isinstance(chunk, dict) else None
 
@@ -124,7 +124,7 @@ def _check_events(events: list[SseEvent], report: ValidationReport, model: Clien
             )
         try:
             chunk = _parse_json(event.data)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             what = "empty data" if not event.data.strip() else f"data is not JSON ({exc})"
             report.errors.append(Finding(event.line, f"{what}: {event.data[:80]!r}"))
             return

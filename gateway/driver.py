@@ -1,0 +1,239 @@
+"""The turn driver: the one loop that moves a turn from its upstream to its output.
+
+``chunkbridge serve`` (through :class:`gateway.streaming.ChatStream`), ``replay``, the golden files,
+``record`` and the tests all run turns with :meth:`TurnDriver.run`: receive a frame, run it — and
+every further frame the upstream transport already holds — through the turn's fused hot path
+(:meth:`translators.core.turn.Turn.encode_frame`), write the result in one ``write``.
+
+Bursts are written at most once per ``flush_interval`` (1 ms by default): a frame that arrives
+sooner after a write waits for the rest of the interval while the upstream is not read
+(``Upstream.gather``), then everything that arrived is read, translated and written at once. A
+model streaming tokens tens of milliseconds apart never waits; an upstream sending as fast as it
+can costs one read and one write per interval instead of a wake-up per TCP segment.
+
+Backpressure needs no buffer of ours: the loop receives the next frame only after ``await write``
+returned, which under uvicorn means the transport can take more. Meanwhile frames pile up in the
+upstream transport, which stops reading above its high-water mark: the upstream is slowed down
+instead of the gateway buffering the turn.
+
+Silence is watched by one timer per turn over a sans-I/O :class:`~translators.core.deadlines.
+Deadlines`: armed when the loop starts waiting, it wakes the waiting ``recv`` (which then returns
+``None``) when a keep-alive or a timeout is due. Every way a turn can end — the upstream's own
+ending, the connection lost, a timeout, :meth:`TurnDriver.stop` — produces the turn's closing
+chunks; nothing escapes as an exception but cancellation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from gateway.errors import GatewayError, UpstreamTimeout
+from gateway.transports.base import Upstream, UpstreamEnded
+from translators.core.closing import CloseReason, CloseRequest
+from translators.core.deadlines import Deadlines, Due
+from translators.core.sse_codec import KEEPALIVE_FRAME, encode_chunks
+from translators.core.turn import Turn
+
+__all__ = ["Counters", "DriverSettings", "TurnDriver", "Write"]
+
+#: Frames coalesced into one write at most (bounds one write's size and latency).
+MAX_BATCH = 128
+#: Timers may fire this much early (the event loop's clock resolution).
+_SLACK = 0.001
+
+Write = Callable[[bytes], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class DriverSettings:
+    first_event_timeout: float
+    idle_timeout: float
+    total_timeout: float
+    keepalive_interval: float
+    #: Seconds between two writes of upstream data at least (see the module docstring).
+    flush_interval: float
+
+
+#: Settings for recorded sessions: nothing is held back, nothing times out.
+REPLAY_SETTINGS = DriverSettings(
+    first_event_timeout=float("inf"),
+    idle_timeout=float("inf"),
+    total_timeout=float("inf"),
+    keepalive_interval=float("inf"),
+    flush_interval=0,
+)
+
+
+class Counters:
+    """Running totals a driver adds to as it goes (the gateway's metrics have the same two)."""
+
+    upstream_events = 0
+    chunks_out = 0
+
+
+class TurnDriver:
+    """Drives one :class:`Turn` from one :class:`Upstream`. See the module docstring."""
+
+    def __init__(
+        self,
+        upstream: Upstream,
+        turn: Turn,
+        settings: DriverSettings,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        started: float | None = None,
+        counters: Any = None,
+    ) -> None:
+        self.upstream = upstream
+        self.turn = turn
+        self.settings = settings
+        self.clock = clock
+        self.counters = counters if counters is not None else Counters()
+        self.deadlines = Deadlines(
+            clock(),
+            first_event=settings.first_event_timeout,
+            idle=settings.idle_timeout,
+            total=settings.total_timeout,
+            keepalive=settings.keepalive_interval,
+            started=started,
+        )
+        #: Set by :meth:`stop`: the loop ends the turn with it at once.
+        self.stop_request: CloseRequest | None = None
+        #: The driver ended the turn itself (a stop or a timeout): the upstream may still be
+        #: working on it.
+        self.abandoned = False
+        #: Which timeout ended the turn, if one did.
+        self.timeout: Due | None = None
+        #: The upstream failure that ended the turn, if one did (for the log and metrics).
+        self.upstream_error: GatewayError | None = None
+        self.bytes_out = 0
+        self.events_out = 0
+        self.first_write_at: float | None = None
+        self._flushed_at = float("-inf")
+        self._timer: asyncio.TimerHandle | None = None
+        #: The loop is waiting in ``upstream.recv()`` (the only wait the timer may interrupt).
+        self._waiting = False
+
+    def stop(self, request: CloseRequest) -> None:
+        """End the turn from outside (a shutdown): the loop writes the closing chunks now."""
+        self.stop_request = request
+        self.upstream.wake()
+
+    async def run(self, write: Write) -> None:
+        """Until the turn is done. May be called again after a cancellation (a detached turn
+        goes on with another writer)."""
+        turn = self.turn
+        try:
+            while not turn.done:
+                if self.stop_request is not None:
+                    self.abandoned = True
+                    await self._write(write, encode_chunks(turn.close(self.stop_request)))
+                    break
+                await self._write(write, await self._step(write))
+        finally:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+
+    async def _step(self, write: Write) -> bytes:
+        """Receive a burst and translate it, or do what a wake-up is for."""
+        upstream, turn = self.upstream, self.turn
+        try:
+            if upstream.buffered():
+                frame = await upstream.recv()
+            else:
+                if self._timer is None:
+                    self._arm()
+                self._waiting = True
+                try:
+                    frame = await upstream.recv()
+                finally:
+                    self._waiting = False
+            if frame is None:
+                return await self._on_wake(write)
+        except UpstreamEnded:
+            return encode_chunks(turn.upstream_ended())
+        except GatewayError as exc:
+            return self._failed(exc)
+        now = self.clock()
+        self.deadlines.event(now)
+        parts = [turn.encode_frame(frame)]
+        frames = 1
+        try:
+            hold = self._flushed_at + self.settings.flush_interval - now
+            if hold > 0 and not turn.done:
+                # A burst: the previous write was moments ago; let the rest of it arrive and
+                # write it together.
+                await upstream.gather(hold)
+            while frames < MAX_BATCH and not turn.done and upstream.buffered():
+                frame = await upstream.recv()
+                if frame is None:
+                    break
+                parts.append(turn.encode_frame(frame))
+                frames += 1
+        except UpstreamEnded:
+            parts.append(encode_chunks(turn.upstream_ended()))
+        except GatewayError as exc:
+            parts.append(self._failed(exc))
+        self.counters.upstream_events += frames
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def _failed(self, exc: GatewayError) -> bytes:
+        self.upstream_error = exc
+        if isinstance(exc, UpstreamTimeout):
+            self.timeout = Due.IDLE_TIMEOUT
+            return encode_chunks(
+                self.turn.close(CloseRequest(CloseReason.TIMEOUT, exc.client_message))
+            )
+        return encode_chunks(self.turn.upstream_ended(exc.client_message))
+
+    async def _on_wake(self, write: Write) -> bytes:
+        """The timer (or :meth:`stop`) woke the wait: a keep-alive, a timeout, or nothing."""
+        if self.stop_request is not None:
+            return b""  # the loop ends the turn next
+        now = self.clock()
+        due = self.deadlines.due(now + _SLACK)
+        if due is None:
+            return b""
+        if due is Due.KEEPALIVE:
+            await write(KEEPALIVE_FRAME)
+            self.deadlines.wrote(self.clock())
+            return b""
+        self.timeout = due
+        self.abandoned = True
+        return encode_chunks(self.turn.close(CloseRequest(CloseReason.TIMEOUT)))
+
+    async def _write(self, write: Write, body: bytes) -> None:
+        if not body:
+            return
+        if self.first_write_at is None:
+            self.first_write_at = self.clock()
+        events = body.count(b"\n\n")
+        self.events_out += events
+        self.bytes_out += len(body)
+        self.counters.chunks_out += events
+        await write(body)
+        self._flushed_at = now = self.clock()
+        self.deadlines.wrote(now)
+
+    # -- silence: one timer per turn -----------------------------------------------------------
+
+    def _arm(self) -> None:
+        delay = self.deadlines.next_check() - self.clock()
+        loop = asyncio.get_running_loop()
+        self._timer = loop.call_later(max(delay, 0.0), self._tick)
+
+    def _tick(self) -> None:
+        """Timer callback: wake a waiting ``recv`` when something is due, else re-arm. While the
+        loop is busy (writing), it re-arms when it next waits."""
+        self._timer = None
+        if not self._waiting:
+            return
+        if self.deadlines.due(self.clock() + _SLACK) is not None:
+            self.upstream.wake()
+        else:  # events arrived since it was armed
+            self._arm()

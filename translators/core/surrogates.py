@@ -1,0 +1,85 @@
+"""UTF-16 surrogate pairs split across two deltas, joined back into their one character.
+
+JavaScript backends cut streamed text at UTF-16 code units, so an emoji can arrive as one delta
+ending with the high surrogate (``"…\\ud83d"``) and the next starting with the low one
+(``"\\ude00…"``). Each half alone is not text: the encoder would turn each into U+FFFD and the
+user would see two replacement characters where one emoji was. :class:`SurrogatePairs` holds a
+delta's trailing high surrogate back and puts it in front of the next delta *of the same part*
+(text, reasoning or tool input: the roles come from :data:`~protocol_specs.ui_message_stream.
+PART_ROLES`), so the pair reaches the client whole. A held half that is never completed goes out
+as U+FFFD when its part ends, or when the turn closes.
+
+Lone surrogates only come out of the lenient JSON parser (orjson refuses them), so the turn
+pipeline runs this stage on frames that took that path and while something is held; the fast
+path never needs it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol_specs.ui_message_stream import PART_ROLES
+
+__all__ = ["REPLACEMENT", "SurrogatePairs", "join_surrogates"]
+
+REPLACEMENT = "\ufffd"
+_HIGH_FIRST, _HIGH_LAST = "\ud800", "\udbff"
+
+#: Part kind → (its delta chunk type, the field naming the part, the field holding the text).
+_DELTAS = {
+    role.part: (chunk_type, role.key, role.delta)
+    for chunk_type, role in PART_ROLES.items()
+    if role.action == "continue" and role.delta is not None
+}
+
+
+def join_surrogates(text: str) -> str:
+    """``text`` with each surrogate pair turned into its character and each lone surrogate into
+    U+FFFD (for text assembled from deltas, such as streamed tool arguments)."""
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+class SurrogatePairs:
+    """Joins surrogate pairs across the deltas of each part. ``fix`` every chunk while
+    :attr:`held` is not empty or the chunk may carry a lone surrogate; ``flush`` before the turn
+    closes."""
+
+    __slots__ = ("held",)
+
+    def __init__(self) -> None:
+        #: (part kind, part id) → the high surrogate its last delta ended with.
+        self.held: dict[tuple[str, Any], str] = {}
+
+    def fix(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
+        """The chunks to send instead of ``chunk`` (itself, changed, or preceded by a flush)."""
+        role = PART_ROLES.get(chunk.get("type"))  # type: ignore[arg-type]
+        if role is None:
+            return [chunk]
+        key = (role.part, chunk.get(role.key))
+        if role.action == "continue":
+            field = role.delta
+            assert field is not None
+            delta = chunk.get(field)
+            if type(delta) is not str:
+                return [chunk]
+            held = self.held.pop(key, None)
+            text = delta if held is None else held + delta
+            if text and _HIGH_FIRST <= text[-1] <= _HIGH_LAST:
+                self.held[key] = text[-1]
+                text = text[:-1]
+            return [chunk] if text is delta else [{**chunk, field: text}]
+        if key in self.held:  # the part ends (or starts again): its half will never be completed
+            return [*self._flush(key), chunk]
+        return [chunk]
+
+    def flush(self) -> list[dict[str, Any]]:
+        """U+FFFD deltas for every half still held (call before the turn's closing chunks)."""
+        out: list[dict[str, Any]] = []
+        for key in list(self.held):
+            out += self._flush(key)
+        return out
+
+    def _flush(self, key: tuple[str, Any]) -> list[dict[str, Any]]:
+        del self.held[key]
+        chunk_type, key_field, delta_field = _DELTAS[key[0]]
+        return [{"type": chunk_type, key_field: key[1], delta_field: REPLACEMENT}]

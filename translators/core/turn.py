@@ -1,0 +1,293 @@
+"""One turn, sans-I/O: upstream frames in, SSE bytes out. The pipeline every command runs.
+
+``translator → surrogate pairs → guard → encoder``: a dialect's translator (any object with the
+:class:`EventTranslator` shape; the pipeline never knows which dialect) maps events to chunks,
+:class:`~translators.core.surrogates.SurrogatePairs` joins UTF-16 halves split across deltas, the
+:class:`~translators.core.guard.StreamGuard` makes the sequence valid for the target client, and
+:mod:`~translators.core.sse_codec` writes the bytes. ``chunkbridge serve``, ``replay``, the golden
+files, ``record`` and the tests all run turns through this class (driven by the gateway's turn
+driver), so a golden file checks the code users run.
+
+Calling contract: :meth:`Turn.encode_frame` (or :meth:`Turn.feed_frame` for chunks instead of
+bytes) for each raw frame until :attr:`Turn.done`; when the upstream connection ends,
+:meth:`Turn.upstream_ended`; to end the turn for any other reason (timeout, client gone,
+shutdown), :meth:`Turn.close`. None of them raises: an exception inside translation is an
+*internal error* — the turn ends with ``error`` + ``finish``, and the exception is kept in
+:attr:`Turn.internal_error` for the log, never blamed on the upstream.
+
+The hot path: a plain text delta for the text part that is already open (the guard agreeing
+that it is open inside a step) skips the chunk dict and the generic encoder: a pre-built event
+prefix plus the orjson-encoded delta, byte-identical to the general path.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
+
+import orjson
+
+from protocol_specs.ui_message_stream import DEFAULT_TARGET
+from translators.core.closing import CLOSE_OUTCOMES, CloseReason, CloseRequest
+from translators.core.gating import ConversionHook
+from translators.core.guard import RepairHook, StreamGuard
+from translators.core.sse_codec import encode_chunk, encode_chunks
+from translators.core.surrogates import SurrogatePairs
+
+__all__ = ["Chunk", "EventTranslator", "Item", "Turn", "TurnOptions"]
+
+Chunk = dict[str, Any]
+#: What a translator returns: chunks, the last of which may be a request to end the turn.
+Item = Chunk | CloseRequest
+
+_loads = orjson.loads
+_dumps = orjson.dumps
+_JSONDecodeError = orjson.JSONDecodeError
+_JSONEncodeError = orjson.JSONEncodeError
+_NOT_JSON = object()
+
+
+class EventTranslator(Protocol):
+    """What the pipeline needs from a dialect's translator (``translators.kit.Translator``)."""
+
+    #: Raw frames that end the upstream stream normally (OpenAI's ``[DONE]``).
+    TERMINAL_FRAMES: ClassVar[frozenset[str]]
+    #: The open text part that :meth:`fast_text_delta` streams into, if any.
+    text_id: str | None
+
+    def feed(self, event: Any) -> Sequence[Item]: ...
+
+    def fast_text_delta(self, event: dict[str, Any]) -> str | None: ...
+
+    def end_of_stream(self, terminal: bool) -> Sequence[Item]: ...
+
+    def malformed(self, why: str, raw: Any) -> Sequence[Item]: ...
+
+
+@dataclass(slots=True)
+class TurnOptions:
+    #: AI SDK major of the client (5 is accepted by 5, 6 and 7).
+    target: int = DEFAULT_TARGET
+    #: ``start.messageId``: the assistant message being continued (spec §5.4), if any.
+    message_id: str | None = None
+    #: Replace upstream error texts by generic ones in ``error`` chunks (they can leak internals).
+    mask_errors: bool = False
+    on_repair: RepairHook | None = None
+    on_conversion: ConversionHook | None = None
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _loads_lenient(frame: str | bytes) -> Any:
+    """Slow path for what orjson refuses but is still usable: lone surrogate escapes
+    (``"\\ud83d"``, half an emoji from a JavaScript backend) and integers beyond 64 bits.
+    ``NaN``/``Infinity`` stay invalid, and so does nesting too deep to parse."""
+    try:
+        return json.loads(frame, parse_constant=_no_constants)
+    except (ValueError, RecursionError):
+        return _NOT_JSON
+
+
+class Turn:
+    """One turn of one response. See the module docstring for the calling contract."""
+
+    def __init__(self, translator: EventTranslator, options: TurnOptions | None = None) -> None:
+        options = options or TurnOptions()
+        self.translator = translator
+        self.guard = StreamGuard(
+            target=options.target,
+            message_id=options.message_id,
+            on_repair=options.on_repair,
+            on_conversion=options.on_conversion,
+            mask_errors=options.mask_errors,
+        )
+        #: Upstream frames (or events) fed, terminal and malformed ones included.
+        self.events = 0
+        #: Frames fed after the turn ended (ignored).
+        self.after_done = 0
+        #: The first exception raised inside translation, if any (the turn then ended).
+        self.internal_error: Exception | None = None
+        self._pairs = SurrogatePairs()
+        self._held = self._pairs.held
+        self._open_text = self.guard.open_text
+        self._terminal = frozenset(translator.TERMINAL_FRAMES)
+        #: Bytes of a ``text-delta`` event for part ``_prefix_id`` up to its delta (hot path).
+        self._prefix_id: str | None = None
+        self._prefix = b""
+
+    # -- state ---------------------------------------------------------------------------------
+
+    @property
+    def done(self) -> bool:
+        """The turn is over (its ``finish`` went out): stop reading the upstream."""
+        return self.guard.finished
+
+    @property
+    def close_reason(self) -> CloseReason | None:
+        """Why the turn ended (``None`` while it runs)."""
+        request = self.guard.close_request
+        return None if request is None else request.reason
+
+    @property
+    def finish_reason(self) -> str | None:
+        """The finishReason the client was told (``None`` while the turn runs)."""
+        return self.guard.finish_reason
+
+    # -- input ---------------------------------------------------------------------------------
+
+    def encode_frame(self, frame: str | bytes) -> bytes:
+        """One raw upstream frame (a WebSocket message, an SSE ``data:`` payload) to SSE bytes:
+        ``encode_chunks(self.feed_frame(frame))``, faster. Never raises."""
+        try:
+            event = _loads(frame)
+        except _JSONDecodeError:
+            return encode_chunks(self.feed_frame(frame))
+        try:
+            translator = self.translator
+            text_id = translator.text_id
+            if (
+                text_id in self._open_text
+                and self.guard.in_step
+                and not self._held
+                and type(event) is dict
+            ):
+                delta = translator.fast_text_delta(event)
+                if delta is not None:
+                    self.events += 1
+                    if text_id != self._prefix_id:
+                        self._set_prefix(text_id)
+                    try:
+                        return self._prefix + _dumps(delta) + b"}\n\n"
+                    except _JSONEncodeError:  # what orjson refuses: the scrubbing encoder
+                        chunk = {"type": "text-delta", "id": text_id, "delta": delta}
+                        return encode_chunk(chunk)
+            return encode_chunks(self._feed(event, False))
+        except Exception as exc:
+            return encode_chunks(self._internal_error(exc))
+
+    def feed_frame(self, frame: str | bytes) -> list[Chunk]:
+        """One raw upstream frame to chunks. Never raises."""
+        try:
+            try:
+                event = _loads(frame)
+            except _JSONDecodeError as exc:
+                return self._slow_frame(frame, exc.msg)
+            return self._feed(event, False)
+        except Exception as exc:
+            return self._internal_error(exc)
+
+    def feed(self, event: Any) -> list[Chunk]:
+        """One parsed upstream event to chunks. Never raises."""
+        try:
+            return self._feed(event, True)
+        except Exception as exc:
+            return self._internal_error(exc)
+
+    def upstream_ended(self, error_text: str | None = None) -> list[Chunk]:
+        """The upstream connection ended (``error_text``: how it failed, if it did). The
+        translator may still complete the turn (a trailing usage event was all it waited
+        for); otherwise the turn ends as truncated. Never raises."""
+        if self.guard.finished:
+            return []
+        try:
+            out = self._guarded(self.translator.end_of_stream(False), True)
+            if not self.guard.finished:
+                out += self._close(CloseRequest(CloseReason.UPSTREAM_CLOSED, error_text))
+            return out
+        except Exception as exc:
+            return self._internal_error(exc)
+
+    def close(self, request: CloseRequest) -> list[Chunk]:
+        """End the turn now (timeout, client gone, shutdown…): the closing chunks, ``[]`` if it
+        already ended. Never raises."""
+        if self.guard.finished:
+            return []
+        try:
+            return self._close(request)
+        except Exception as exc:
+            return self._internal_error(exc)
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _set_prefix(self, text_id: str | None) -> None:
+        self._prefix_id = text_id
+        self._prefix = b'data: {"type":"text-delta","id":' + _dumps(text_id) + b',"delta":'
+
+    def _slow_frame(self, frame: str | bytes, why: str) -> list[Chunk]:
+        """A frame orjson refused: a terminal frame, JSON only the lenient parser takes, or not
+        JSON at all."""
+        if self._terminal:
+            text = frame if isinstance(frame, str) else frame.decode("utf-8", "replace")
+            if text.strip() in self._terminal:
+                self.events += 1
+                if self.guard.finished:
+                    return []
+                out = self._guarded(self.translator.end_of_stream(True), True)
+                if not self.guard.finished:
+                    out += self._close(CloseRequest(CloseReason.COMPLETED))
+                return out
+        event = _loads_lenient(frame)
+        if event is _NOT_JSON:
+            self.events += 1
+            if self.guard.finished:
+                self.after_done += 1
+                return []
+            return self._guarded(self.translator.malformed(f"not JSON ({why})", frame), False)
+        return self._feed(event, True)
+
+    def _feed(self, event: Any, maybe_surrogates: bool) -> list[Chunk]:
+        self.events += 1
+        if self.guard.finished:
+            self.after_done += 1
+            return []
+        return self._guarded(self.translator.feed(event), maybe_surrogates)
+
+    def _guarded(self, items: Sequence[Item], maybe_surrogates: bool) -> list[Chunk]:
+        guard = self.guard
+        check_pairs = maybe_surrogates or bool(self._held)
+        if len(items) == 1 and not check_pairs:
+            item = items[0]
+            if type(item) is dict:
+                return guard.feed(item)
+        out: list[Chunk] = []
+        for item in items:
+            if isinstance(item, CloseRequest):
+                out += self._close(item)
+            elif check_pairs and type(item) is dict:
+                for chunk in self._pairs.fix(item):
+                    out += guard.feed(chunk)
+            else:
+                out += guard.feed(item)
+        return out
+
+    def _close(self, request: CloseRequest) -> list[Chunk]:
+        out: list[Chunk] = []
+        if self._held and not self.guard.finished:
+            for chunk in self._pairs.flush():
+                out += self.guard.feed(chunk)
+        return out + self.guard.close(request)
+
+    def _internal_error(self, exc: Exception) -> list[Chunk]:
+        if self.internal_error is None:
+            self.internal_error = exc
+        if self.guard.finished:
+            return []
+        self._held.clear()
+        try:
+            return self.guard.close(CloseRequest(CloseReason.INTERNAL_ERROR))
+        except Exception:
+            # The guard itself failed: end with what every client accepts whatever came before
+            # (processing stops at an error chunk).
+            guard = self.guard
+            guard.finished = True
+            guard.close_request = CloseRequest(CloseReason.INTERNAL_ERROR)
+            guard.finish_reason = "error"
+            text = CLOSE_OUTCOMES[CloseReason.INTERNAL_ERROR].error_text
+            return [
+                {"type": "error", "errorText": text},
+                {"type": "finish", "finishReason": "error"},
+            ]

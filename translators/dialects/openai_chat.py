@@ -1,0 +1,246 @@
+"""The ``openai-chat`` dialect: OpenAI-compatible ``chat.completion.chunk`` streams.
+
+Chunks → UI chunks (mapping and reasons: ``protocol_specs/openai_chat.py``), and the request:
+``POST {upstream}/v1/chat/completions`` with ``stream: true`` over HTTP, or the same body as the
+first frame over a WebSocket.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+from protocol_specs import openai_chat as spec
+from protocol_specs.openai_chat import FINISH_REASONS, TERMINAL_FRAME, USAGE_FIELDS
+from translators.kit import (
+    Chunk,
+    CloseReason,
+    CloseRequest,
+    Dialect,
+    HttpRequest,
+    HttpSseContract,
+    Item,
+    MalformedEvent,
+    StreamedToolCalls,
+    Translator,
+    TranslatorOptions,
+    TurnInput,
+    WebSocketContract,
+    error_message,
+    require_dict,
+    require_list,
+    usage_metadata,
+)
+
+__all__ = ["DIALECT", "OpenAIChatSettings", "OpenAIChatTranslator"]
+
+_CHUNK = "chat.completion.chunk"
+_ERROR = "error"
+
+
+class OpenAIChatTranslator(Translator):
+    HANDLERS = {_CHUNK: "_on_chunk", _ERROR: "_on_error"}
+    TERMINAL_FRAMES = frozenset({TERMINAL_FRAME})
+
+    def __init__(self, options: TranslatorOptions | None = None) -> None:
+        super().__init__(options)
+        self._started = False
+        #: Tool calls of the current choice by ``index``, in first-seen order.
+        self._tools = StreamedToolCalls(self.ids, self.tool_flags())
+        #: Mapped finishReason of the finished choice, waiting for usage / ``[DONE]``.
+        self._finish_reason: str | None = None
+        self._metadata: dict[str, Any] = {}
+
+    def event_type(self, event: dict[str, Any]) -> str | None:
+        if "error" in event and "choices" not in event:
+            return _ERROR
+        kind = event.get("object")
+        if kind == _CHUNK or (kind is None and "choices" in event):
+            return _CHUNK
+        return kind if isinstance(kind, str) else None
+
+    def fast_text_delta(self, event: dict[str, Any]) -> str | None:
+        choices = event.get("choices")
+        if type(choices) is not list or len(choices) != 1 or self._finish_reason is not None:
+            return None
+        choice = choices[0]
+        if type(choice) is not dict or choice.get("finish_reason") is not None:
+            return None
+        delta = choice.get("delta")
+        if type(delta) is not dict or choice.get("index", 0) != 0 or event.get("usage"):
+            return None
+        content = delta.get("content")
+        if type(content) is not str or not content or len(delta) != 1 + ("role" in delta):
+            return None
+        if event.get("object", _CHUNK) != _CHUNK:
+            return None
+        return content
+
+    def end_of_stream(self, terminal: bool) -> Sequence[Item]:
+        if self._finish_reason is not None:
+            return [self._finish()]  # usage or [DONE] may never come: the answer is complete
+        if terminal:  # [DONE] without a finish_reason: the provider still ended cleanly
+            return [*self._tools.complete(), *self.end_parts()]
+        return []
+
+    # -- chunks ----------------------------------------------------------------------------------
+
+    def _on_chunk(self, event: dict[str, Any]) -> Sequence[Item]:
+        choices = require_list(event.get("choices"), "'choices'")
+        usage = event.get("usage")
+        out: list[Item] = []
+        if not self._started:
+            self._started = True
+            start: Chunk = {"type": "start"}
+            if isinstance(event.get("model"), str):
+                self._metadata["model"] = event["model"]
+                start["messageMetadata"] = {"model": event["model"]}
+            out += (start, {"type": "start-step"})
+        for choice in choices:
+            require_dict(choice, "a choice")
+            if choice.get("index", 0) != 0:
+                self.stats["ignored-choice"] += 1
+                continue
+            out += self._on_choice(choice)
+        if not choices:
+            self.stats["no-choices"] += 1  # usage-only chunk or provider noise (Azure filters)
+        if isinstance(usage, dict) and usage:
+            self._metadata["usage"] = usage_metadata(usage, USAGE_FIELDS)
+            if self._finish_reason is not None and not choices:
+                out.append(self._finish())
+        return out
+
+    def _on_choice(self, choice: dict[str, Any]) -> list[Chunk]:
+        delta = require_dict(choice.get("delta") or {}, "'delta'")
+        finish_reason = choice.get("finish_reason")
+        if finish_reason is not None and not isinstance(finish_reason, str):
+            raise MalformedEvent("'finish_reason' must be a string")
+        tool_calls = delta.get("tool_calls") or []
+        for call_delta in require_list(tool_calls, "'tool_calls'"):
+            require_dict(call_delta, "a tool call delta")
+            require_dict(call_delta.get("function") or {}, "a tool call's 'function'")
+            if not isinstance(call_delta.get("index", 0), int):
+                raise MalformedEvent("tool call 'index' must be an integer")
+        out: list[Chunk] = []
+        if self._finish_reason is not None and (delta or finish_reason):
+            # A further completion in the same stream: the next step of a multi-step agent.
+            self._finish_reason = None
+            out.append({"type": "start-step"})
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        if isinstance(reasoning, str) and reasoning:
+            out += self.reasoning_delta(reasoning)
+        content = delta.get("content")
+        if isinstance(content, str) and content:
+            out += self.text_delta(content)
+        refusal = delta.get("refusal")
+        if isinstance(refusal, str) and refusal:
+            out += self._refusal(refusal)
+        if tool_calls:
+            out += self.end_parts()
+            for call_delta in tool_calls:
+                out += self._on_tool_delta(call_delta)
+        if finish_reason is not None:
+            out += self._tools.complete()
+            out += self.end_parts()
+            out.append({"type": "finish-step"})
+            self._finish_reason = FINISH_REASONS.get(finish_reason, "other")
+        return out
+
+    def _refusal(self, text: str) -> list[Chunk]:
+        out = self.end_parts()
+        part_id = self.ids("refusal")
+        meta = {"openai": {"refusal": True}}
+        out.append({"type": "text-start", "id": part_id, "providerMetadata": meta})
+        out.append({"type": "text-delta", "id": part_id, "delta": text})
+        out.append({"type": "text-end", "id": part_id})
+        return out
+
+    def _on_tool_delta(self, call_delta: dict[str, Any]) -> list[Chunk]:
+        function = call_delta.get("function") or {}
+        call_id, name, arguments = (
+            call_delta.get("id"),
+            function.get("name"),
+            function.get("arguments"),
+        )
+        return self._tools.delta(
+            call_delta.get("index", len(self._tools)),
+            call_id=call_id if isinstance(call_id, str) else None,
+            name=name if isinstance(name, str) else None,
+            arguments=arguments if isinstance(arguments, str) else None,
+        )
+
+    def _finish(self) -> CloseRequest:
+        return CloseRequest(
+            CloseReason.COMPLETED,
+            finish_reason=self._finish_reason,
+            message_metadata=self._metadata or None,
+        )
+
+    def _on_error(self, event: dict[str, Any]) -> Sequence[Item]:
+        text = error_message(event.get("error"), "The model provider reported an error.")
+        # Half-streamed tool calls are settled by the guard (tool-output-error), not completed.
+        return [CloseRequest(CloseReason.UPSTREAM_ERROR, text)]
+
+
+# -- the upstream contract -----------------------------------------------------------------------
+
+
+class OpenAIChatSettings(BaseModel):
+    """Settings of the ``openai-chat`` dialect (``[openai-chat]`` in the TOML file)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str = Field("gpt-4.1-mini", description="the model to request")
+    api_key: SecretStr | None = Field(
+        None,
+        description="API key, sent as 'Authorization: Bearer' (HTTP upstreams); prefer the "
+        "environment variable to the flag",
+    )
+    path: str = Field(
+        "/v1/chat/completions", description="path of the endpoint, under the upstream URL"
+    )
+
+
+def _body(turn: TurnInput) -> dict[str, Any]:
+    settings: OpenAIChatSettings = turn.settings or OpenAIChatSettings()
+    return {
+        "model": settings.model,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "messages": spec.messages_from_ui(turn.request.messages),
+    }
+
+
+def _request(turn: TurnInput) -> HttpRequest:
+    settings: OpenAIChatSettings = turn.settings or OpenAIChatSettings()
+    headers = {}
+    if settings.api_key is not None:
+        headers["authorization"] = f"Bearer {settings.api_key.get_secret_value()}"
+    return HttpRequest(path=settings.path, body=_body(turn), headers=headers)
+
+
+def _error_frame(status: int, body: bytes) -> str:
+    """The provider's error object (its message is what the user should read), or a generic
+    one when the body is not an OpenAI error."""
+    try:
+        parsed = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        parsed = None
+    if isinstance(parsed, dict) and "error" in parsed:
+        return orjson.dumps({"error": parsed["error"]}).decode()
+    message = f"The model provider refused the request ({status})."
+    return orjson.dumps({"error": {"message": message}}).decode()
+
+
+DIALECT = Dialect(
+    name="openai-chat",
+    summary="OpenAI-compatible chat.completion.chunk streams (HTTP SSE or WebSocket)",
+    translator=OpenAIChatTranslator,
+    websocket=WebSocketContract(prompt_frame=_body, abort_frame=lambda turn: {"type": "abort"}),
+    http=HttpSseContract(request=_request, error_frame=_error_frame),
+    settings=OpenAIChatSettings,
+    spec=spec.__name__,
+)

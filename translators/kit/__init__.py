@@ -1,0 +1,84 @@
+"""The dialect kit: what a dialect module imports to describe and translate its upstream.
+
+::
+
+    from translators.kit import Dialect, Translator, WebSocketContract, CloseRequest, CloseReason
+
+It sits between the dialect-blind stream core (:mod:`translators.core`, which never imports a
+dialect or the kit) and the dialects (:mod:`translators.dialects`, and third-party packages),
+which import the kit and the core, never each other.
+"""
+
+from translators.core.closing import CloseReason, CloseRequest
+from translators.core.turn import Chunk, Item
+from translators.kit.blocks import (
+    IndexedParts,
+    StreamedToolCalls,
+    provider_metadata,
+    usage_metadata,
+)
+from translators.kit.dialect import (
+    DEFAULT_RETRY_STATUSES,
+    DemoScript,
+    DemoStep,
+    Dialect,
+    FrameTemplates,
+    HttpRequest,
+    HttpSseContract,
+    NoSettings,
+    Pause,
+    RequestRejected,
+    TurnFrames,
+    TurnInput,
+    WebSocketContract,
+    build_frames,
+)
+from translators.kit.translator import (
+    IdFactory,
+    MalformedEvent,
+    Translator,
+    TranslatorOptions,
+    UnknownEventPolicy,
+    counter_ids,
+    error_message,
+    optional_str,
+    require_dict,
+    require_list,
+    require_str,
+)
+
+__all__ = [
+    "DEFAULT_RETRY_STATUSES",
+    "Chunk",
+    "CloseReason",
+    "CloseRequest",
+    "DemoScript",
+    "DemoStep",
+    "Dialect",
+    "FrameTemplates",
+    "HttpRequest",
+    "HttpSseContract",
+    "IdFactory",
+    "IndexedParts",
+    "Item",
+    "MalformedEvent",
+    "NoSettings",
+    "Pause",
+    "RequestRejected",
+    "StreamedToolCalls",
+    "Translator",
+    "TranslatorOptions",
+    "TurnFrames",
+    "TurnInput",
+    "UnknownEventPolicy",
+    "WebSocketContract",
+    "build_frames",
+    "counter_ids",
+    "error_message",
+    "optional_str",
+    "provider_metadata",
+    "require_dict",
+    "require_list",
+    "require_str",
+    "usage_metadata",
+]

@@ -1,0 +1,275 @@
+"""A dialect as one unit: its translator and its whole upstream contract, described as data.
+
+A package registers a :class:`Dialect` under the entry point group ``chunkbridge.dialects`` (the
+built-in dialects do exactly that, see ``pyproject.toml``); the gateway finds it there and never
+names a dialect itself. The description says everything the gateway needs:
+
+* the translator factory (upstream events → UI chunks);
+* how to talk to the upstream, for each transport the dialect speaks — the deployment picks one
+  with the scheme of its ``upstream`` URL:
+
+  - :class:`WebSocketContract` (``ws://``, ``wss://``): the frame that starts a turn (and the one
+    for a regenerate), the frame that aborts it; the gateway opens one socket per turn, sends
+    the prompt frame and reads one upstream event per message;
+  - :class:`HttpSseContract` (``http://``, ``https://``): the request that starts a turn (path
+    under the upstream URL, headers such as the API key, JSON body built from the ``UIMessage``
+    history, model and options), and how a refused request reads as a frame; the gateway POSTs
+    it, retries 429/5xx before the first byte, and reads one upstream event per SSE ``data:``;
+
+* its own settings (a pydantic model: ``[<dialect>]`` in the TOML file,
+  ``CHUNKBRIDGE_<DIALECT>_<NAME>`` in the environment, ``--<dialect>-<name>`` on the command line);
+* optionally a demo script (:class:`DemoStep`), which ``chunkbridge demo`` plays as a fake
+  upstream.
+
+Everything here is sans-I/O: builders are pure functions of a :class:`TurnInput`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from protocol_specs.chat_request import ChatRequest, UserPrompt
+from translators.kit.translator import Translator, TranslatorOptions
+
+__all__ = [
+    "DEFAULT_RETRY_STATUSES",
+    "DemoScript",
+    "DemoStep",
+    "Dialect",
+    "FrameTemplates",
+    "HttpRequest",
+    "HttpSseContract",
+    "NoSettings",
+    "Pause",
+    "RequestRejected",
+    "TurnFrames",
+    "TurnInput",
+    "WebSocketContract",
+    "build_frames",
+]
+
+DIALECT_NAME = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
+#: Answers to a streaming request that are worth retrying before the first byte.
+DEFAULT_RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+
+
+class NoSettings(BaseModel):
+    """The settings of a dialect that has none."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RequestRejected(ValueError):
+    """The chat request cannot become an upstream turn (answered 400 with this message)."""
+
+    def __init__(self, client_message: str) -> None:
+        super().__init__(client_message)
+        self.client_message = client_message
+
+
+@dataclass(frozen=True)  # not slots: the cached properties need an instance dict
+class TurnInput:
+    """What a dialect may use to start one turn upstream."""
+
+    request: ChatRequest
+    #: The session id from the URL (the agent's session, the upstream's conversation…).
+    session_id: str
+    #: A fresh id for this turn (for upstreams that name runs).
+    run_id: str
+    #: The dialect's settings (an instance of its :attr:`Dialect.settings` model).
+    settings: Any = None
+    #: The gateway's ``history`` setting: ``"latest"`` (the upstream keeps the history) or
+    #: ``"full"`` (it wants the whole ``UIMessage`` history too).
+    history: Literal["latest", "full"] = "latest"
+
+    @property
+    def chat_id(self) -> str:
+        return self.request.id
+
+    @property
+    def regenerate(self) -> bool:
+        return self.request.trigger == "regenerate-message"
+
+    @cached_property
+    def prompt(self) -> UserPrompt | None:
+        """The newest user message (text and files), if there is one."""
+        return self.request.latest_user_message()
+
+    def require_prompt(self) -> UserPrompt:
+        """The newest user message; :class:`RequestRejected` when there is none."""
+        prompt = self.prompt
+        if prompt is None:
+            raise RequestRejected("The request has no user message to send.")
+        return prompt
+
+    @cached_property
+    def history_dump(self) -> list[dict[str, Any]]:
+        """The ``UIMessage`` history as plain JSON (built on first use: it can be long)."""
+        return [m.model_dump(exclude_none=True) for m in self.request.messages]
+
+    def template_values(self) -> dict[str, Any]:
+        """The placeholders of frame templates (:class:`FrameTemplates`)."""
+        prompt = self.prompt
+        return {
+            "text": prompt.text if prompt else "",
+            "message_id": (prompt.message_id if prompt else "") or self.run_id,
+            "run_id": self.run_id,
+            "session_id": self.session_id,
+            "chat_id": self.chat_id,
+            "attachments": [f.model_dump(exclude_none=True) for f in prompt.files]
+            if prompt
+            else [],
+            "messages": self.history_dump,
+        }
+
+
+Frame = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class WebSocketContract:
+    """How a dialect talks to a WebSocket upstream: one socket per turn."""
+
+    #: The frame that starts a turn. May raise :class:`RequestRejected`.
+    prompt_frame: Callable[[TurnInput], Frame]
+    #: The frame that stops a running turn (sent when the client goes away, on timeouts and on
+    #: shutdown), or ``None`` when closing the socket is all the upstream understands.
+    abort_frame: Callable[[TurnInput], Frame | None] = lambda turn: None
+    #: The frame for a regenerate request; ``None``: the prompt frame.
+    regenerate_frame: Callable[[TurnInput], Frame] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HttpRequest:
+    """One streaming request. ``path`` is appended to the configured upstream URL."""
+
+    path: str
+    body: dict[str, Any]
+    headers: dict[str, str] = field(default_factory=dict)
+    method: str = "POST"
+
+
+@dataclass(frozen=True, slots=True)
+class HttpSseContract:
+    """How a dialect talks to an HTTP upstream that answers with server-sent events."""
+
+    #: The request that starts a turn. May raise :class:`RequestRejected`.
+    request: Callable[[TurnInput], HttpRequest]
+    #: A refused request (status, body) as one frame for the translator, which then ends the
+    #: turn with the upstream's own message as an ``error`` chunk; ``None`` (or no function):
+    #: the client gets a 502 before streaming. Not called for retried statuses nor for 401/403
+    #: (the gateway's own credentials were refused: a 502).
+    error_frame: Callable[[int, bytes], str | None] | None = None
+    retry_statuses: frozenset[int] = DEFAULT_RETRY_STATUSES
+
+
+@dataclass(frozen=True, slots=True)
+class Pause:
+    """A demo step: wait this long before the next event."""
+
+    seconds: float
+
+
+#: A demo script yields upstream events (JSON values) and pauses.
+DemoStep = Any | Pause
+#: ``script(prompt_frame, turn_number, aborted)``: the steps of one demo turn. ``aborted()`` says
+#: whether the gateway sent the abort frame; the script then winds the turn down its own way.
+DemoScript = Callable[[Frame, int, Callable[[], bool]], Iterator[DemoStep]]
+
+
+@dataclass(frozen=True, slots=True)
+class Dialect:
+    """Everything chunkbridge needs to know about one upstream vocabulary."""
+
+    #: Registered name (lower case, digits and dashes): ``--dialect <name>``.
+    name: str
+    #: One line for ``chunkbridge dialects``.
+    summary: str
+    #: ``translator(options)`` for each turn.
+    translator: Callable[[TranslatorOptions], Translator]
+    websocket: WebSocketContract | None = None
+    http: HttpSseContract | None = None
+    #: The dialect's settings model (fields with defaults; validated at start-up).
+    settings: type[BaseModel] = NoSettings
+    #: Where the vocabulary and the mapping table are documented (a module name).
+    spec: str = ""
+    demo: DemoScript | None = None
+
+    def __post_init__(self) -> None:
+        if not DIALECT_NAME.fullmatch(self.name):
+            raise ValueError(f"dialect name {self.name!r}: use lower case, digits and dashes")
+        if self.websocket is None and self.http is None:
+            raise ValueError(f"dialect {self.name!r} has no upstream contract")
+
+    @property
+    def transports(self) -> tuple[str, ...]:
+        """The URL schemes this dialect's upstreams can have."""
+        schemes: tuple[str, ...] = ()
+        if self.websocket is not None:
+            schemes += ("ws", "wss")
+        if self.http is not None:
+            schemes += ("http", "https")
+        return schemes
+
+
+@dataclass(frozen=True, slots=True)
+class FrameTemplates:
+    """Deployment overrides of a WebSocket dialect's frames: JSON objects whose string values may
+    hold ``{text}``, ``{message_id}``, ``{run_id}``, ``{session_id}``, ``{chat_id}``; a value that
+    is exactly ``"{attachments}"`` or ``"{messages}"`` becomes that list."""
+
+    prompt: Frame | None = None
+    regenerate: Frame | None = None
+    abort: Frame | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TurnFrames:
+    prompt: Frame
+    abort: Frame | None
+
+
+_SCALARS = ("text", "message_id", "run_id", "session_id", "chat_id")
+_LISTS = ("{attachments}", "{messages}")
+
+
+def _fill(template: Any, values: dict[str, Any]) -> Any:
+    if isinstance(template, dict):
+        return {k: _fill(v, values) for k, v in template.items()}
+    if isinstance(template, list):
+        return [_fill(v, values) for v in template]
+    if isinstance(template, str):
+        if template in _LISTS:
+            return values[template[1:-1]]
+        for key in _SCALARS:
+            template = template.replace("{" + key + "}", str(values[key]))
+    return template
+
+
+def build_frames(
+    contract: WebSocketContract, turn: TurnInput, templates: FrameTemplates = FrameTemplates()
+) -> TurnFrames:
+    """The prompt and abort frames of one turn: the deployment's templates where it has them,
+    else the dialect's; with ``history = "full"`` the prompt carries ``messages`` too."""
+    values = turn.template_values() if templates != FrameTemplates() else {}
+    if turn.regenerate and templates.regenerate is not None:
+        prompt = _fill(templates.regenerate, values)
+    elif templates.prompt is not None:
+        prompt = _fill(templates.prompt, values)
+    elif turn.regenerate and contract.regenerate_frame is not None:
+        prompt = contract.regenerate_frame(turn)
+    else:
+        prompt = contract.prompt_frame(turn)
+    if turn.history == "full" and "messages" not in prompt:
+        prompt["messages"] = turn.history_dump
+    if templates.abort is not None:
+        abort = _fill(templates.abort, values)
+    else:
+        abort = contract.abort_frame(turn)
+    return TurnFrames(prompt, abort)

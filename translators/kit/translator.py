@@ -1,0 +1,293 @@
+"""The base class of every dialect translator: event dispatch and what a dialect does not know.
+
+A translator is a sans-I/O state machine (h11/wsproto style) that only *maps*: an upstream event
+(a parsed JSON value) in, UI chunks out. It fills ``HANDLERS`` (upstream ``type`` → method) and its
+handlers return chunk dicts; a handler that saw the upstream's terminal event ends the list with a
+:class:`~translators.core.closing.CloseRequest`. Everything else is someone else's job: the turn
+pipeline (:class:`translators.core.turn.Turn`) runs the chunks through the stream guard (ordering,
+the closing discipline) and the SSE encoder, and catches any exception a handler raises as an
+internal error.
+
+The base class owns the policy for what a dialect does not know (``unknown_events``):
+
+* an event whose ``type`` has no handler is *unknown*: with ``forward`` (default) it becomes a
+  transient ``data-<type>`` part carrying the event; ``drop`` counts it; ``error`` ends the turn;
+* an event that is not a JSON object, has no string ``type``, or has a field of the wrong type
+  (a handler raised :class:`MalformedEvent`) is *malformed*, the upstream's fault: ``forward``
+  sends a transient ``data-upstream-malformed`` part; ``drop`` counts it; ``error`` ends the turn.
+
+Only :class:`MalformedEvent` is blamed on the upstream. Handlers check what they read with
+:func:`require_str` and friends; any other exception is a bug of ours.
+
+Deterministic: ids come from the injected ``id_factory``; no clock, no randomness.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, ClassVar
+
+from protocol_specs.ui_message_stream import DATA_PREFIX
+from translators.core.closing import CloseReason, CloseRequest
+from translators.core.turn import Chunk, Item
+
+__all__ = [
+    "IdFactory",
+    "MalformedEvent",
+    "Translator",
+    "TranslatorOptions",
+    "UnknownEventPolicy",
+    "counter_ids",
+    "error_message",
+    "optional_str",
+    "require_dict",
+    "require_list",
+    "require_str",
+]
+
+#: ``id_factory(kind) -> id``; ``kind`` is ``"text"``, ``"reasoning"``, ``"tool"``, ``"msg"``…
+IdFactory = Callable[[str], str]
+
+#: How much of a malformed frame the ``data-upstream-malformed`` part shows.
+_PREVIEW_CHARS = 500
+
+
+class UnknownEventPolicy(Enum):
+    FORWARD = "forward"
+    DROP = "drop"
+    ERROR = "error"
+
+
+def counter_ids() -> IdFactory:
+    """Deterministic ids ``<kind>-1``, ``<kind>-2``… (a counter per kind): golden-file friendly."""
+    counters: Counter[str] = Counter()
+
+    def next_id(kind: str) -> str:
+        counters[kind] += 1
+        return f"{kind}-{counters[kind]}"
+
+    return next_id
+
+
+@dataclass(slots=True)
+class TranslatorOptions:
+    #: Id source for parts the upstream gives no id for. Default: :func:`counter_ids`.
+    id_factory: IdFactory | None = None
+    unknown_events: UnknownEventPolicy = UnknownEventPolicy.FORWARD
+    #: Send tool parts as ``dynamic-tool`` (tools the app does not define) instead of
+    #: ``tool-<name>``.
+    dynamic_tools: bool = False
+    #: The dialect's own settings (an instance of its ``Dialect.settings`` model), if any.
+    settings: Any = None
+
+
+class MalformedEvent(ValueError):
+    """An event field has the wrong type: the upstream's fault (raised in handlers, caught in
+    :meth:`Translator.feed`)."""
+
+
+def require_str(event: dict[str, Any], key: str) -> str:
+    value = event.get(key)
+    if not isinstance(value, str):
+        raise MalformedEvent(f"{key!r} must be a string")
+    return value
+
+
+def optional_str(event: dict[str, Any], key: str) -> str | None:
+    value = event.get(key)
+    if value is not None and not isinstance(value, str):
+        raise MalformedEvent(f"{key!r} must be a string")
+    return value
+
+
+def require_dict(value: Any, what: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise MalformedEvent(f"{what} must be an object")
+    return value
+
+
+def require_list(value: Any, what: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise MalformedEvent(f"{what} must be a list")
+    return value
+
+
+def error_message(value: Any, default: str) -> str:
+    """An upstream error as short text: a string, ``{message}``, or ``{error: {message}}``."""
+    for _ in range(8):  # bounded: an error nested deeper than this is not a message
+        if isinstance(value, str) and value:
+            return value
+        if not isinstance(value, dict):
+            break
+        for key in ("message", "error", "detail"):
+            if key in value:
+                value = value[key]
+                break
+        else:
+            break
+    return default
+
+
+def preview(raw: Any) -> str:
+    """A bounded, printable preview of a frame or value: the text of a frame, ``repr`` of a
+    parsed value (never raises: a value nested too deeply for ``repr`` is described instead)."""
+    if isinstance(raw, bytes):
+        return raw[: _PREVIEW_CHARS * 4].decode("utf-8", "replace")[:_PREVIEW_CHARS]
+    if isinstance(raw, str):
+        return raw[:_PREVIEW_CHARS]
+    try:
+        return repr(raw)[:_PREVIEW_CHARS]
+    except RecursionError:
+        return f"<a JSON {type(raw).__name__} nested too deeply to show>"
+
+
+Handler = Callable[[Any, dict[str, Any]], Sequence[Item]]
+_HANDLER_TABLES: dict[type, dict[str, Handler]] = {}
+
+
+def _handler_table(cls: type[Translator]) -> dict[str, Handler]:
+    """``HANDLERS`` resolved to functions once per class (not bound methods per stream)."""
+    table = _HANDLER_TABLES.get(cls)
+    if table is None:
+        table = {kind: getattr(cls, name) for kind, name in cls.HANDLERS.items()}
+        _HANDLER_TABLES[cls] = table
+    return table
+
+
+class Translator:
+    """Base class: subclasses fill :attr:`HANDLERS` and implement the handlers."""
+
+    #: upstream ``type`` → handler method name.
+    HANDLERS: ClassVar[dict[str, str]] = {}
+    #: Raw frames that end the upstream stream normally (e.g. OpenAI's ``[DONE]``).
+    TERMINAL_FRAMES: ClassVar[frozenset[str]] = frozenset()
+
+    def __init__(self, options: TranslatorOptions | None = None) -> None:
+        self.options = options = options or TranslatorOptions()
+        self.ids: IdFactory = options.id_factory or counter_ids()
+        #: ``unknown-event:<type>``, ``dropped-unknown-event``, ``malformed-event``…
+        self.stats: Counter[str] = Counter()
+        self._handlers = _handler_table(type(self))
+        #: Some chunk was produced: the stream has started (its ``start`` went out).
+        self.started = False
+        #: The open text part (one at a time), which :meth:`fast_text_delta` streams into.
+        self.text_id: str | None = None
+        self._reasoning_id: str | None = None
+
+    # -- the calling contract (translators.core.turn.EventTranslator) ---------------------------
+
+    def feed(self, event: Any) -> Sequence[Item]:
+        """Chunks (and maybe a closing :class:`CloseRequest`) for one parsed upstream event.
+
+        Raises only for bugs: malformed and unknown input is handled by the policy."""
+        if type(event) is not dict:
+            return self.malformed("not a JSON object", event)
+        event_type = self.event_type(event)
+        if event_type is None:
+            return self.malformed("no string 'type'", event)
+        handler = self._handlers.get(event_type)
+        if handler is None:
+            return self._unknown(event_type, event)
+        try:
+            items = handler(self, event)
+        except MalformedEvent as exc:
+            return self.malformed(f"{event_type}: {exc}", event)
+        if items:
+            self.started = True
+        return items
+
+    def fast_text_delta(self, event: dict[str, Any]) -> str | None:
+        """The text of ``event`` if it is a plain, non-empty delta for the open text part
+        :attr:`text_id` (doing the dialect's own bookkeeping for it), else ``None`` with no side
+        effect. Dialects override this to use the pipeline's hot path; the default always takes
+        the general path."""
+        return None
+
+    def end_of_stream(self, terminal: bool) -> Sequence[Item]:
+        """The upstream ended: ``terminal`` for one of :attr:`TERMINAL_FRAMES`, else its
+        connection closed. Return what is left to say, ending with a :class:`CloseRequest` when
+        the turn is complete after all (a dialect that waited for a trailing usage event…).
+        Without one, the pipeline ends the turn as completed after a terminal frame and as
+        truncated after a close. The default has nothing to add."""
+        return []
+
+    def event_type(self, event: dict[str, Any]) -> str | None:
+        """The dispatch key of an event (``event["type"]``; dialects may override)."""
+        event_type = event.get("type")
+        return event_type if isinstance(event_type, str) else None
+
+    def malformed(self, why: str, raw: Any) -> Sequence[Item]:
+        """A frame or event the upstream got wrong, per the policy (also for frames that are
+        not JSON: the pipeline calls this)."""
+        self.stats["malformed-event"] += 1
+        policy = self.options.unknown_events
+        if policy is UnknownEventPolicy.DROP:
+            return []
+        if policy is UnknownEventPolicy.ERROR:
+            return [CloseRequest(CloseReason.UPSTREAM_PROTOCOL_ERROR)]
+        self.started = True
+        data = {"reason": why, "frame": preview(raw)}
+        return [{"type": "data-upstream-malformed", "data": data, "transient": True}]
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _unknown(self, event_type: str, event: dict[str, Any]) -> Sequence[Item]:
+        self.stats[f"unknown-event:{event_type}"] += 1
+        policy = self.options.unknown_events
+        if policy is UnknownEventPolicy.DROP:
+            self.stats["dropped-unknown-event"] += 1
+            return []
+        if policy is UnknownEventPolicy.ERROR:
+            text = f"Unsupported upstream event: {event_type}"
+            return [CloseRequest(CloseReason.UPSTREAM_PROTOCOL_ERROR, text)]
+        self.started = True
+        data = {k: v for k, v in event.items() if k != "type"}
+        return [{"type": DATA_PREFIX + event_type, "data": data, "transient": True}]
+
+    # -- helpers for dialects: one text and one reasoning part at a time ------------------------
+
+    def text_delta(self, delta: str) -> list[Chunk]:
+        """Text into the open text part (opening one, and closing reasoning, when needed)."""
+        text_id = self.text_id
+        if text_id is not None:
+            return [{"type": "text-delta", "id": text_id, "delta": delta}]
+        out = self.end_reasoning()
+        self.text_id = text_id = self.ids("text")
+        out.append({"type": "text-start", "id": text_id})
+        out.append({"type": "text-delta", "id": text_id, "delta": delta})
+        return out
+
+    def reasoning_delta(self, delta: str) -> list[Chunk]:
+        """Reasoning into the open reasoning part (closing text first, when open)."""
+        reasoning_id = self._reasoning_id
+        if reasoning_id is not None:
+            return [{"type": "reasoning-delta", "id": reasoning_id, "delta": delta}]
+        out = self.end_text()
+        self._reasoning_id = reasoning_id = self.ids("reasoning")
+        out.append({"type": "reasoning-start", "id": reasoning_id})
+        out.append({"type": "reasoning-delta", "id": reasoning_id, "delta": delta})
+        return out
+
+    def end_text(self) -> list[Chunk]:
+        if self.text_id is None:
+            return []
+        text_id, self.text_id = self.text_id, None
+        return [{"type": "text-end", "id": text_id}]
+
+    def end_reasoning(self) -> list[Chunk]:
+        if self._reasoning_id is None:
+            return []
+        reasoning_id, self._reasoning_id = self._reasoning_id, None
+        return [{"type": "reasoning-end", "id": reasoning_id}]
+
+    def end_parts(self) -> list[Chunk]:
+        return self.end_reasoning() + self.end_text()
+
+    def tool_flags(self, **flags: Any) -> dict[str, Any]:
+        """Flags every chunk of one tool call carries (``dynamic`` when configured)."""
+        if self.options.dynamic_tools:
+            flags["dynamic"] = True
+        return flags

@@ -11,7 +11,8 @@ upstream event                UI chunks
 ============================  =====================================================================
 ``message.create``            ``start`` (once; ``messageMetadata.turnId``); a later turn in the
                               same stream opens a new step (``start-step``) instead of a second
-                              message
+                              message; a repeat for the current ``turnId`` is bookkeeping (no new
+                              step: it would split the text part)
 ``message.part.text-delta``   ``text-start`` (first) / ``text-delta``
 ``chunk`` (legacy)            same as a text delta (``content``)
 ``message.part.tool-update``  the open text part ends, then per ``status``: ``pending`` →
@@ -20,7 +21,9 @@ upstream event                UI chunks
                               ``completed`` → ``tool-output-available`` (``result``); ``error`` →
                               ``tool-output-error`` (``error``). Missing earlier states are filled
                               in. Every tool chunk has ``providerExecuted: true``: the backend runs
-                              the tools, the client must never wait to run them.
+                              the tools, the client must never wait to run them. A repeated update
+                              that changes nothing (a second ``pending``, an update after the
+                              output) produces nothing and leaves the text part open.
 ``message.finalize``          parts closed; ``end_turn`` → ``finish`` (stop); ``canceled`` →
                               ``finish`` (interrupted; ``other`` below ai 7), no error; ``error`` →
                               ``error`` (the upstream's text), ``finish`` (error). ``finalText`` is
@@ -29,7 +32,10 @@ upstream event                UI chunks
                               was streamed (it may hold the whole text or only the text after the
                               last tool).
 ``complete``                  ends the turn (``finish``) if ``message.finalize`` did not
-``agentStatus``               transient ``data-agent-status`` ``{status, detail?}``
+``agentStatus``               transient ``data-agent-status`` ``{status, detail?}``; ``idle`` once a
+                              turn has started also ends it (``finish``, stop): the session socket
+                              stays open, and a runner may go idle without ``message.finalize`` or
+                              ``complete``
 ``error``                     ``error`` (``{messageId, error: "<text>"}`` from the runner, or
                               ``{message}``), then ``finish`` (error)
 ``question``                  ``data-question`` (kept in the message, ``id`` = question id) — an AI

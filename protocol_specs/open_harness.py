@@ -30,6 +30,12 @@ upstream event                     UI chunks
 ``node:complete``                  ``data-node-output`` ``{nodeId, output}``, then ``finish-step``
 ``flow:start`` / ``flow:status``   ``data-flow-status`` ``{status, flowName}`` (one part, ``id``
                                    ``flow-status``, updated in place)
+``flow:status`` with a terminal    ends the flow as ``flow:complete`` does (the runtime does
+status (:data:`FLOW_STATUS_ENDS`)  not always send ``flow:complete`` after it): ``complete`` →
+                                   ``finish`` (stop); ``failed`` → ``error`` (the event's
+                                   ``error`` or ``message``), ``finish`` (error); ``cancelled`` →
+                                   ``finish`` (interrupted; ``other`` below ai 7). An upstream
+                                   that closes after it is not a truncated turn
 ``flow:complete``                  ``data-flow-status`` (complete), ``finish`` (stop)
 ``agent:error``, ``node:error``,   ``error`` with the runtime's message, ``finish`` (error)
 ``flow:error``
@@ -41,7 +47,13 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal, NotRequired, TypedDict
 
-__all__ = ["BOOKKEEPING_PREFIXES", "FLOW_STATUS_PART_ID", "abort_frame", "send_frame"]
+__all__ = [
+    "BOOKKEEPING_PREFIXES",
+    "FLOW_STATUS_ENDS",
+    "FLOW_STATUS_PART_ID",
+    "abort_frame",
+    "send_frame",
+]
 
 
 class TextDeltaEvent(TypedDict):
@@ -78,6 +90,17 @@ class NodeEvent(TypedDict):
 
 BOOKKEEPING_PREFIXES: Final = ("recording:", "run:")
 FLOW_STATUS_PART_ID: Final = "flow-status"
+
+FlowEnd = Literal["complete", "failed", "cancelled"]
+#: ``flow:status`` values that mean the flow is over (lower-cased), and how it ended. Any other
+#: status (``running``, ``paused``, ``waiting``…) is progress.
+FLOW_STATUS_ENDS: Final[dict[str, FlowEnd]] = {
+    **dict.fromkeys(
+        ("complete", "completed", "done", "finished", "success", "succeeded"), "complete"
+    ),
+    **dict.fromkeys(("failed", "failure", "error", "errored"), "failed"),
+    **dict.fromkeys(("cancelled", "canceled", "aborted", "stopped", "interrupted"), "cancelled"),
+}
 
 
 def send_frame(run_id: str, message: str) -> dict[str, Any]:

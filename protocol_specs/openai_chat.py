@@ -35,7 +35,8 @@ requested with include_usage)        completionTokens, totalTokens, reasoningTok
                                      cachedTokens?}``
 a chunk after a finished choice      a new step (multi-step agent hubs chain completions)
 ``{"error": {...}}`` mid-stream      ``error`` (the provider's message), ``finish`` (error)
-Azure ``prompt_filter_results``,     provider noise: ignored (counted), never an error
+Azure ``prompt_filter_results``     provider noise: ignored (counted), never an error nor a data
+(``"object": ""``, no choices),      part, and it does not start the message
 empty deltas, extra fields
 choices with ``index`` > 0           not rendered (one message per response; counted)
 ===================================  ==============================================================

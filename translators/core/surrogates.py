@@ -60,13 +60,16 @@ class SurrogatePairs:
             field = role.delta
             assert field is not None
             delta = chunk.get(field)
-            if type(delta) is not str:
+            if type(delta) is not str or not delta:
                 return [chunk]
             held = self.held.pop(key, None)
-            text = delta if held is None else held + delta
+            # the held half and the first code unit: the character, or U+FFFD and that unit
+            text = delta if held is None else join_surrogates(held + delta[:1]) + delta[1:]
             if text and _HIGH_FIRST <= text[-1] <= _HIGH_LAST:
                 self.held[key] = text[-1]
                 text = text[:-1]
+                if not text:  # the whole delta was the held half
+                    return []
             return [chunk] if text is delta else [{**chunk, field: text}]
         if key in self.held:  # the part ends (or starts again): its half will never be completed
             return [*self._flush(key), chunk]

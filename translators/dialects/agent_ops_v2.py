@@ -26,6 +26,7 @@ from translators.kit import (
     TurnInput,
     WebSocketContract,
     error_message,
+    join_surrogates,
     optional_str,
     require_str,
 )
@@ -61,6 +62,8 @@ class AgentOpsV2Translator(Translator):
         #: Tool calls of this stream by ``callId``.
         self._calls: dict[str, _Call] = {}
         self._turns = 0
+        #: ``turnId`` of the current turn (a repeated ``message.create`` for it is bookkeeping).
+        self._turn_id: str | None = None
         #: Text streamed in the current turn, and whether any came after the last tool.
         self._turn_text: list[str] = []
         self._text_since_tool = False
@@ -68,6 +71,11 @@ class AgentOpsV2Translator(Translator):
     # -- turn framing ----------------------------------------------------------------------------
 
     def _on_create(self, event: dict[str, Any]) -> Sequence[Item]:
+        turn_id = optional_str(event, "turnId")
+        if turn_id is not None and turn_id == self._turn_id:
+            self.stats["repeated-message-create"] += 1  # no new turn: nothing to split
+            return []
+        self._turn_id = turn_id
         self._turns += 1
         self._turn_text = []
         self._text_since_tool = False
@@ -128,7 +136,7 @@ class AgentOpsV2Translator(Translator):
         """``finalText`` only when it was not streamed (see the mapping table)."""
         if not final_text or self._text_since_tool:
             return []
-        if "".join(self._turn_text).endswith(final_text):
+        if join_surrogates("".join(self._turn_text)).endswith(join_surrogates(final_text)):
             return []
         self.stats["final-text-used"] += 1
         return [*self.text_delta(final_text), *self.end_text()]
@@ -147,8 +155,16 @@ class AgentOpsV2Translator(Translator):
         status = require_str(event, "status")
         name = optional_str(event, "toolName")
         args = event.get("args")
-        out: list[Item] = [*self.end_text()]
+        out = self._tool_chunks(call_id, status, name, args, event)
+        if not out:  # a repeated or late update: no content, so the text part goes on
+            return out
         self._text_since_tool = False
+        return [*self.end_text(), *out]
+
+    def _tool_chunks(
+        self, call_id: str, status: str, name: str | None, args: Any, event: dict[str, Any]
+    ) -> list[Chunk]:
+        out: list[Chunk] = []
         call = self._calls.get(call_id)
         if call is None:
             call = self._calls[call_id] = _Call(name or "unknown")
@@ -207,11 +223,18 @@ class AgentOpsV2Translator(Translator):
     # -- side channels ---------------------------------------------------------------------------
 
     def _on_agent_status(self, event: dict[str, Any]) -> Sequence[Item]:
-        data = {"status": require_str(event, "status")}
+        status = require_str(event, "status")
+        data = {"status": status}
         detail = event.get("detail")
         if detail is not None:
             data["detail"] = detail
-        return [{"type": "data-agent-status", "data": data, "transient": True}]
+        out: list[Item] = [{"type": "data-agent-status", "data": data, "transient": True}]
+        if status == "idle" and self._turns:
+            # The agent went idle: its turn is over even if neither message.finalize nor
+            # complete follows (the session socket stays open, so nothing else would end it).
+            self.stats["ended-by-idle"] += 1
+            out += [*self.end_parts(), CloseRequest(CloseReason.COMPLETED, finish_reason="stop")]
+        return out
 
     def _on_question(self, event: dict[str, Any]) -> Sequence[Item]:
         data = {k: v for k, v in event.items() if k != "type"}

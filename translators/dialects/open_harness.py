@@ -12,7 +12,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from protocol_specs import open_harness as spec
-from protocol_specs.open_harness import BOOKKEEPING_PREFIXES, FLOW_STATUS_PART_ID
+from protocol_specs.open_harness import (
+    BOOKKEEPING_PREFIXES,
+    FLOW_STATUS_ENDS,
+    FLOW_STATUS_PART_ID,
+)
 from translators.kit import (
     Chunk,
     CloseReason,
@@ -213,7 +217,19 @@ class OpenHarnessTranslator(Translator):
         self._flow_name = optional_str(event, "flowName") or self._flow_name
         default = "running" if event["type"] == "flow:start" else "unknown"
         status = optional_str(event, "status") or default
-        return [self._flow_status(status)]
+        end = FLOW_STATUS_ENDS.get(status.lower()) if event["type"] == "flow:status" else None
+        if end is None:
+            return [self._flow_status(status)]
+        # A terminal status: the flow is over whether or not flow:complete follows.
+        out: list[Item] = [*self._end_parts(), self._flow_status(status)]
+        if end == "complete":
+            out.append(CloseRequest(CloseReason.COMPLETED, finish_reason="stop"))
+        elif end == "cancelled":
+            out.append(CloseRequest(CloseReason.ABORTED, finish_reason="interrupted"))
+        else:
+            text = error_message(event.get("error", event.get("message")), "The flow failed.")
+            out.append(CloseRequest(CloseReason.UPSTREAM_ERROR, text))
+        return out
 
     def _on_flow_complete(self, event: dict[str, Any]) -> Sequence[Item]:
         self._flow_framed = True

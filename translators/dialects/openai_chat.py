@@ -58,7 +58,8 @@ class OpenAIChatTranslator(Translator):
         if "error" in event and "choices" not in event:
             return _ERROR
         kind = event.get("object")
-        if kind == _CHUNK or (kind is None and "choices" in event):
+        # Azure's prompt-filter chunk has "object": "" (and no choices): a chunk all the same.
+        if kind == _CHUNK or (not kind and "choices" in event):
             return _CHUNK
         return kind if isinstance(kind, str) else None
 
@@ -92,10 +93,13 @@ class OpenAIChatTranslator(Translator):
         choices = require_list(event.get("choices"), "'choices'")
         usage = event.get("usage")
         out: list[Item] = []
+        if not choices and not usage:
+            self.stats["no-choices"] += 1  # provider noise (Azure's prompt filter results)
+            return out
         if not self._started:
             self._started = True
             start: Chunk = {"type": "start"}
-            if isinstance(event.get("model"), str):
+            if isinstance(event.get("model"), str) and event["model"]:
                 self._metadata["model"] = event["model"]
                 start["messageMetadata"] = {"model": event["model"]}
             out += (start, {"type": "start-step"})

@@ -10,6 +10,7 @@ which import the kit and the core, never each other.
 """
 
 from translators.core.closing import CloseReason, CloseRequest
+from translators.core.surrogates import join_surrogates
 from translators.core.turn import Chunk, Item
 from translators.kit.blocks import (
     IndexedParts,
@@ -75,6 +76,7 @@ __all__ = [
     "build_frames",
     "counter_ids",
     "error_message",
+    "join_surrogates",
     "optional_str",
     "provider_metadata",
     "require_dict",

@@ -4,6 +4,7 @@ with the one the translator used to wait for."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -278,3 +279,46 @@ def test_agent_ops_idle_after_the_turn_started_ends_it() -> None:
     # before any turn, idle is only a status
     _, turn = translate("agent-ops-v2", [idle, {"type": "agentStatus", "status": "thinking"}])
     assert turn.translator.stats["ended-by-idle"] == 0
+
+
+# -- the recorded sessions of these classes, as the real clients see them ------------------------
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+#: recording → (the message's text as the client shows it, finishReason, error text)
+RECORDED = {
+    "agent-ops-v2/surrogate-pair-split": (
+        f"Pizza time {PIZZA} and a drink \U0001f375. Cut off {REPLACEMENT}Ordered \U0001f44d",
+        "stop",
+        None,
+    ),
+    "agent-ops-v2/contentless-events-mid-text": ("The file starts with a heading.", "stop", None),
+    "agent-ops-v2/idle-without-finalize": ("All done here.", "stop", None),
+    "open-harness/surrogate-pair-split": (f"Sushi \U0001f363 is ready {REPLACEMENT}", "stop", None),
+    "open-harness/contentless-events-mid-text": ("The answer is 42.", "stop", None),
+    "open-harness/terminal-flow-status-without-complete": ("Three items today.", "stop", None),
+    "open-harness/terminal-flow-status-failed": (
+        "Fetching the feed",
+        None,
+        "feed unreachable (DNS)",
+    ),
+    "openai-chat/surrogate-pair-split": (
+        f"Strawberries \U0001f353 it is. Unfinished {REPLACEMENT}",
+        "tool-calls",
+        None,
+    ),
+    "openai-chat/contentless-events-mid-text": ("Hello there", "stop", None),
+}
+
+
+@pytest.mark.conformance
+def test_recorded_sessions_of_these_classes_read_right_in_the_real_clients(real_clients) -> None:
+    names = sorted(RECORDED)
+    bodies = [(FIXTURES / f"{name}.sse").read_bytes() for name in names]
+    for name, verdicts in zip(names, real_clients.check_many(bodies), strict=True):
+        text, finish, error = RECORDED[name]
+        for major, verdict in verdicts.items():
+            assert verdict.ok, (name, major, verdict.fatal)
+            assert verdict.text() == text, (name, major)
+            assert verdict.error_text == error, (name, major)
+            if error is None:
+                assert verdict.finish_reason == finish, (name, major)

@@ -62,11 +62,6 @@ __all__ = ["GatewayState", "create_app"]
 
 SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@~-]{0,127}")
 _JSON_TYPES = ("application/json",)
-#: An over-limit body is still read (and dropped) up to this much and this long, so that a
-#: client that sends its whole body before reading its response (as ``fetch`` does) gets the
-#: 413 instead of a reset connection. Beyond that the connection is closed.
-DRAIN_BYTES = 64 * 1024 * 1024
-DRAIN_SECONDS = 1.5
 #: ``Retry-After`` of the 503 a draining gateway answers, in seconds.
 RETRY_AFTER_DRAINING = 5
 
@@ -138,35 +133,37 @@ class GatewayState:
 
 
 async def _read_body(request: Request, limit: int) -> bytes:
+    """The body, or :class:`PayloadTooLarge` as soon as it is known to be over ``limit``. The
+    rest of an oversized body is read and dropped by uvicorn after the 413 has gone out (while
+    the connection is kept alive), so a client that sends its whole body before reading its
+    response, as ``fetch`` does, gets the 413 rather than a reset connection (tested with
+    both of uvicorn's HTTP implementations)."""
     declared = request.headers.get("content-length")
-    too_large = declared is not None and declared.isdigit() and int(declared) > limit
-    stream = request.stream()
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise PayloadTooLarge(detail=f"content-length {declared}")
     body = bytearray()
-    if not too_large:
-        async for part in stream:
-            body += part
-            if len(body) > limit:
-                break
-        else:
-            return bytes(body)
-    if not (declared is not None and declared.isdigit() and int(declared) > DRAIN_BYTES):
-        drained = len(body)
-        with contextlib.suppress(TimeoutError, Exception):
-            async with asyncio.timeout(DRAIN_SECONDS):
-                async for part in stream:
-                    drained += len(part)
-                    if drained > DRAIN_BYTES:
-                        break
-    raise PayloadTooLarge(detail=f"content-length {declared}" if declared else f"over {limit}")
+    async for part in request.stream():
+        body += part
+        if len(body) > limit:
+            raise PayloadTooLarge(detail=f"more than {limit} bytes")
+    return bytes(body)
 
 
-def _parse_chat_request(body: bytes) -> ChatRequest:
+def _parse_chat_request(body: bytes, max_messages: int) -> ChatRequest:
     try:
         raw = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
         raise BadRequest("The request body is not valid JSON.", detail=exc.msg) from exc
     if not isinstance(raw, dict):
         raise BadRequest("The request body must be a JSON object.")
+    messages = raw.get("messages")
+    if isinstance(messages, list) and len(messages) > max_messages:
+        # Checked before validating them: 100,000 messages take a second of CPU to validate,
+        # during which no other stream of this process moves.
+        raise BadRequest(
+            "The conversation has too many messages for this gateway.",
+            detail=f"{len(messages)} messages, max_messages {max_messages}",
+        )
     try:
         return ChatRequest.model_validate(raw)
     except ValidationError as exc:
@@ -196,7 +193,8 @@ async def chat(request: Request) -> Any:
         content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if content_type not in _JSON_TYPES:
             raise UnsupportedMediaType(detail=content_type or "no content-type")
-        chat_request = _parse_chat_request(await _read_body(request, config.max_body_bytes))
+        body = await _read_body(request, config.max_body_bytes)
+        chat_request = _parse_chat_request(body, config.max_messages)
         forward = authenticate(config, request.headers.get("authorization"), session_id)
         state.acquire_turn(session_id)
         turn_held = True

@@ -123,6 +123,9 @@ class GatewayConfig(BaseModel):
     )
     drain_timeout: float = Field(10.0, ge=0, description="SIGTERM: seconds streams get to end")
     max_body_bytes: int = Field(4 * 1024 * 1024, gt=0, description="largest request body")
+    max_messages: int = Field(
+        10_000, gt=0, description="most UIMessages a request may carry (400 beyond)"
+    )
     cors_origins: list[str] = Field([], description="browser origins allowed to call (CORS)")
     mask_errors: bool = Field(False, description="replace upstream error texts by generic ones")
     on_disconnect: Literal["abort", "detach"] = Field(

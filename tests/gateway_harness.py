@@ -108,7 +108,7 @@ class ScriptedUpstream:
                 self._record(session, message)
 
     async def send(self, ws: ServerConnection, session: str, event: Any) -> None:
-        await ws.send(event if isinstance(event, str) else orjson.dumps(event).decode())
+        await ws.send(event if isinstance(event, str | bytes) else orjson.dumps(event).decode())
         self.sent[session] += 1
 
     def aborted(self, session: str) -> bool:
@@ -162,11 +162,18 @@ def agent_ops_turn(text: str = "Hello there") -> list[Any]:
 
 
 @contextlib.asynccontextmanager
-async def uvicorn_server(app: Any) -> AsyncIterator[str]:
-    """Serve ``app`` with uvicorn on 127.0.0.1:<ephemeral> in this loop; yield its base URL."""
+async def uvicorn_server(app: Any, http: str = "auto") -> AsyncIterator[str]:
+    """Serve ``app`` with uvicorn on 127.0.0.1:<ephemeral> in this loop; yield its base URL.
+    ``http``: uvicorn's HTTP implementation (``auto`` is httptools, as ``serve`` runs)."""
     server = uvicorn.Server(
         uvicorn.Config(
-            app, host="127.0.0.1", port=0, log_level="error", lifespan="on", access_log=False
+            app,
+            host="127.0.0.1",
+            port=0,
+            log_level="error",
+            lifespan="on",
+            access_log=False,
+            http=http,  # type: ignore[arg-type]
         )
     )
     task = asyncio.create_task(server.serve())
@@ -183,11 +190,11 @@ async def uvicorn_server(app: Any) -> AsyncIterator[str]:
 
 
 @contextlib.asynccontextmanager
-async def running_gateway(**settings: Any) -> AsyncIterator[tuple[str, Any]]:
+async def running_gateway(http: str = "auto", **settings: Any) -> AsyncIterator[tuple[str, Any]]:
     """Start the real app under uvicorn on 127.0.0.1:<ephemeral>; yield (base URL, app)."""
     settings.setdefault("dialect", "agent-ops-v2")
     app = create_app(GatewayConfig(**settings))
-    async with uvicorn_server(app) as base:
+    async with uvicorn_server(app, http) as base:
         yield base, app
 
 

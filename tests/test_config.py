@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from gateway.config import AuthMode, ConfigError, load_config
+from gateway.config import AuthMode, ConfigError, GatewayConfig, load_config
 
 
 def test_precedence_file_env_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -56,3 +60,140 @@ def test_jwt_key_file(tmp_path: Path) -> None:
     key.write_text("secret")
     config = load_config(auth="jwt", jwt_key_file=str(key)).config
     assert config.auth is AuthMode.JWT and config.jwt_verification_key() == "secret"
+
+
+# -- settings as flags, environment and files ----------------------------------------------------
+
+
+def _settings_in(text: str) -> set[str]:
+    return set(re.findall(r"`([a-z_]+)`", text))
+
+
+def test_every_setting_has_a_generated_flag_and_a_readme_row() -> None:
+    from gateway.cli import build_parser
+
+    parser = build_parser()
+    serve = next(
+        a for a in parser._subparsers._group_actions[0].choices.items() if a[0] == "serve"
+    )[1]
+    flags = {o for action in serve._actions for o in action.option_strings}
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    table = readme.split("## Configuration", 1)[1].split("## Dialects", 1)[0]
+    for name, field in GatewayConfig.model_fields.items():
+        if field.exclude:
+            continue
+        assert "--" + name.replace("_", "-") in flags, name
+        assert name in _settings_in(table), f"{name} is not in the README's settings table"
+    # dialect settings too, under the dialect's name
+    assert {"--openai-chat-model", "--openai-chat-api-key", "--openai-chat-path"} <= flags
+
+
+def test_flags_take_each_type(tmp_path: Path) -> None:
+    from gateway.cli import build_parser
+    from gateway.cli_commands import _load
+
+    args = build_parser().parse_args(
+        [
+            "serve",
+            "--dialect",
+            "openai-chat",
+            "--target",
+            "7",
+            "--mask-errors",
+            "--no-dynamic-tools",
+            "--cors-origins",
+            "https://a.example",
+            "https://b.example",
+            "--prompt-frame",
+            '{"type": "ask", "text": "{text}"}',
+            "--jwt-algorithms",
+            "HS256",
+            "--openai-chat-model",
+            "gpt-9",
+        ]
+    )
+    config = _load(args, args.flags).config
+    assert config.target == 7 and config.mask_errors is True and config.dynamic_tools is False
+    assert config.cors_origins == ["https://a.example", "https://b.example"]
+    assert config.prompt_frame == {"type": "ask", "text": "{text}"}
+    assert config.jwt_algorithms == ["HS256"]
+    assert config.dialect_settings["openai-chat"].model == "gpt-9"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["serve", "--prompt-frame", "[1]"])  # not a JSON object
+
+
+def test_dialect_settings_from_file_environment_and_flags(tmp_path: Path) -> None:
+    from translators.dialects.openai_chat import OpenAIChatSettings
+
+    toml = tmp_path / "c.toml"
+    toml.write_text('[openai-chat]\nmodel = "from-file"\npath = "/v2/chat"\n')
+    models = {"openai-chat": OpenAIChatSettings}
+    environ = {
+        "CHUNKBRIDGE_OPENAI_CHAT_MODEL": "from-env",
+        "CHUNKBRIDGE_OPENAI_CHAT_API_KEY": "sk-zyx",
+    }
+    loaded = load_config(toml, dialect_models=models, environ=environ)
+    settings = loaded.config.dialect_settings["openai-chat"]
+    assert (settings.model, settings.path) == ("from-env", "/v2/chat")
+    assert settings.api_key.get_secret_value() == "sk-zyx" and "zyx" not in repr(settings)
+    flagged = load_config(
+        toml, dialect_models=models, environ=environ, dialect_flags={"openai-chat": {"model": "f"}}
+    )
+    assert flagged.config.dialect_settings["openai-chat"].model == "f"
+    with pytest.raises(ConfigError, match="openai-chat.modle"):
+        bad = tmp_path / "bad.toml"
+        bad.write_text('[openai-chat]\nmodle = "typo"\n')
+        load_config(bad, dialect_models=models, environ={})
+
+
+def test_an_unknown_chunkbridge_variable_is_reported_with_the_closest_name() -> None:
+    from translators.dialects.openai_chat import OpenAIChatSettings
+
+    environ = {
+        "CHUNKBRIDGE_IDLE_TIMOUT": "3",
+        "CHUNKBRIDGE_OPENAI_MODEL": "gpt",  # the 0.1 name
+        "CHUNKBRIDGE_PORT": "9",
+        "OTHER": "x",
+    }
+    loaded = load_config(dialect_models={"openai-chat": OpenAIChatSettings}, environ=environ)
+    assert loaded.config.port == 9
+    assert len(loaded.warnings) == 2
+    assert "CHUNKBRIDGE_IDLE_TIMOUT" in loaded.warnings[0]
+    assert "did you mean CHUNKBRIDGE_IDLE_TIMEOUT" in loaded.warnings[0]
+    assert "did you mean CHUNKBRIDGE_OPENAI_CHAT_MODEL" in loaded.warnings[1]
+
+
+def test_the_jwt_key_file_is_read_once(tmp_path: Path) -> None:
+    key = tmp_path / "key.pem"
+    key.write_text("first")
+    config = load_config(auth="jwt", jwt_key_file=str(key)).config
+    key.write_text("second")
+    assert config.jwt_verification_key() == "first"
+    key.unlink()
+    assert config.jwt_verification_key() == "first"
+    with pytest.raises(ConfigError, match="cannot read jwt_key_file"):
+        load_config(auth="jwt", jwt_key_file=str(tmp_path / "missing.pem"))
+
+
+def test_serve_without_a_dialect_says_which_exist() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "gateway", "serve"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=Path(__file__).resolve().parents[1],
+        env={k: v for k, v in os.environ.items() if not k.startswith("CHUNKBRIDGE_")},
+    )
+    assert proc.returncode == 2
+    assert "no dialect" in proc.stderr and "agent-ops-v2" in proc.stderr
+
+
+def test_a_dialect_that_does_not_speak_the_urls_transport_is_refused_at_start_up() -> None:
+    from gateway.app import create_app
+    from gateway.config import GatewayConfig as Config
+
+    with pytest.raises(ConfigError, match="has no HTTP upstream"):
+        create_app(Config(dialect="agent-ops-v2", upstream="http://127.0.0.1:9"))
+    with pytest.raises(ConfigError, match="unknown dialect 'nope'"):
+        create_app(Config(dialect="nope"))
+    create_app(Config(dialect="openai-chat", upstream="ws://127.0.0.1:9/s/{session_id}"))

@@ -5,8 +5,8 @@
 
 Variants:
   guard_encode        text-delta chunks -> StreamGuard.feed -> encode_chunks
-  <dialect>_text      raw upstream text-delta frames (bytes) -> Translator.encode_frame (orjson
-                      parse, translate, guard, encode): what the gateway runs per frame
+  <dialect>_text      raw upstream text-delta frames (bytes) -> Turn.encode_frame (orjson
+                      parse, translate, guard, encode): what the turn driver runs per frame
   <dialect>_floor     orjson.loads(frame) -> UI dict -> b"data: " + orjson.dumps(d) + b"\n\n",
                       no checks: the least any Python translator can do for the same frames
   agent-ops-v2_mixed  a realistic mix: 1 tool call (3 events) per 20 text deltas
@@ -30,9 +30,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import orjson  # noqa: E402
 
-from gateway.dialects import create_translator  # noqa: E402
+from gateway.dialects import get_dialect  # noqa: E402
+from translators.core.closing import CloseReason, CloseRequest  # noqa: E402
 from translators.core.guard import StreamGuard  # noqa: E402
 from translators.core.sse_codec import encode_chunks  # noqa: E402
+from translators.core.turn import Turn  # noqa: E402
+from translators.kit import TranslatorOptions  # noqa: E402
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else int(os.environ.get("BENCH_N", 1_000_000))
 REPEAT = int(os.environ.get("REPEAT", 3))
@@ -79,6 +82,12 @@ TEXT_FRAMES = {
 }
 
 
+def new_turn(dialect: str) -> Turn:
+    """A turn of ``dialect`` built as the gateway builds one (default settings, target 5)."""
+    description = get_dialect(dialect)
+    return Turn(description.translator(TranslatorOptions(settings=description.settings())))
+
+
 def guard_encode(n: int) -> int:
     guard = StreamGuard()
     total = len(encode_chunks(guard.feed({"type": "text-start", "id": "t"})))
@@ -87,19 +96,19 @@ def guard_encode(n: int) -> int:
         total += len(
             encode_chunks(feed({"type": "text-delta", "id": "t", "delta": deltas[i & MASK]}))
         )
-    return total + len(encode_chunks(guard.close()))
+    return total + len(encode_chunks(guard.close(CloseRequest(CloseReason.COMPLETED))))
 
 
 def dialect_text(dialect: str) -> Callable[[int], int]:
     prelude, frames = TEXT_FRAMES[dialect]
 
     def run(n: int) -> int:
-        translator = create_translator(dialect)
-        total = sum(len(encode_chunks(translator.feed(e))) for e in prelude)
-        encode_frame = translator.encode_frame
+        turn = new_turn(dialect)
+        total = sum(len(encode_chunks(turn.feed(e))) for e in prelude)
+        encode_frame = turn.encode_frame
         for i in range(n):
             total += len(encode_frame(frames[i & MASK]))
-        return total + len(encode_chunks(translator.close()))
+        return total + len(encode_chunks(turn.upstream_ended()))
 
     return run
 
@@ -122,8 +131,8 @@ def floor(dialect: str) -> Callable[[int], int]:
 
 def agent_ops_mixed(n: int) -> int:
     prelude, frames = TEXT_FRAMES["agent-ops-v2"]
-    translator = create_translator("agent-ops-v2")
-    total = sum(len(encode_chunks(translator.feed(e))) for e in prelude)
+    turn = new_turn("agent-ops-v2")
+    total = sum(len(encode_chunks(turn.feed(e))) for e in prelude)
     tool = [
         json.dumps(
             {
@@ -142,12 +151,12 @@ def agent_ops_mixed(n: int) -> int:
     i = 0
     while i < n:
         for j in range(20):
-            total += len(translator.encode_frame(frames[(i + j) & MASK]))
+            total += len(turn.encode_frame(frames[(i + j) & MASK]))
         k = (i // 23) % 256 * 3
         for frame in tool[k : k + 3]:
-            total += len(translator.encode_frame(frame))
+            total += len(turn.encode_frame(frame))
         i += 23
-    return total + len(encode_chunks(translator.close()))
+    return total + len(encode_chunks(turn.upstream_ended()))
 
 
 VARIANTS: dict[str, Callable[[int], int]] = {

@@ -1,0 +1,29 @@
+"""The pipeline micro-benchmark keeps running against the current API (it once rotted unseen)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_pipeline_benchmark_runs_every_variant_on_a_small_n() -> None:
+    env = {**os.environ, "REPEAT": "1", "BENCH_JSON": "1"}
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "pipeline.py"), "2000"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout.strip().splitlines()[-1])
+    variants = {row["variant"] for row in rows}
+    assert {"guard_encode", "agent-ops-v2_text", "agent-ops-v2_mixed"} <= variants
+    assert {f"{d}_text" for d in ("open-harness", "openai-chat")} <= variants
+    assert all(row["n"] == 2000 and row["ns_per_event_best"] > 0 for row in rows)

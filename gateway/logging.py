@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -31,7 +32,12 @@ _SECRET_PARTS = (
 )
 
 
-def _hidden(key: str) -> bool:
+@lru_cache(maxsize=1024)
+def _hidden(key: object) -> bool:
+    """Whether ``key``'s value stays out of the logs. Cached: a log line has a few dozen keys,
+    nearly always the same ones, and one line is written for every turn."""
+    if not isinstance(key, str):  # a nested dict's keys may be anything hashable
+        return False
     key = key.lower()
     return key in _CONTENT_KEYS or any(part in key for part in _SECRET_PARTS)
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tests.helpers import assert_valid_for, to_sse, types
-from translators.core.closing import CloseReason, CloseRequest
+from translators.core.closing import CLOSE_OUTCOMES, CloseReason, CloseRequest
 from translators.core.sse_codec import encode_chunks
 from translators.core.turn import Turn, TurnOptions
 from translators.kit import Item, Translator, require_str
@@ -101,9 +101,8 @@ def test_a_bug_in_a_handler_is_an_internal_error_not_the_upstreams_fault() -> No
     assert_valid_for(body + b"data: [DONE]\n\n")
 
 
-def test_when_the_guard_itself_fails_the_turn_still_ends_with_error_and_finish(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def _turn_whose_guard_fails(monkeypatch: pytest.MonkeyPatch) -> tuple[Turn, list[Any]]:
+    """A turn that streamed "a", then met a bug in the guard itself on the next event."""
     t = turn()
     out = t.feed({"type": "tok", "text": "a"})
 
@@ -112,9 +111,15 @@ def test_when_the_guard_itself_fails_the_turn_still_ends_with_error_and_finish(
 
     monkeypatch.setattr(t.guard, "feed", broken)
     monkeypatch.setattr(t.guard, "close", broken)
-    out += t.feed({"type": "tok", "text": "b"})
+    return t, out + t.feed({"type": "tok", "text": "b"})
+
+
+def test_when_the_guard_itself_fails_the_turn_still_ends_with_error_and_finish(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    t, out = _turn_whose_guard_fails(monkeypatch)
     assert out[-2:] == [
-        {"type": "error", "errorText": out[-2]["errorText"]},
+        {"type": "error", "errorText": CLOSE_OUTCOMES[CloseReason.INTERNAL_ERROR].error_text},
         {"type": "finish", "finishReason": "error"},
     ]
     assert isinstance(t.internal_error, RuntimeError) and t.done
@@ -122,18 +127,6 @@ def test_when_the_guard_itself_fails_the_turn_still_ends_with_error_and_finish(
     assert t.close(CloseRequest(CloseReason.TIMEOUT)) == []
     # The client stops at the error chunk: the text part left open is no fault.
     assert_valid_for(to_sse(out))
-
-
-def _guard_failure_body(monkeypatch: pytest.MonkeyPatch) -> bytes:
-    t = turn()
-    out = t.feed({"type": "tok", "text": "a"})
-
-    def broken(*args: Any) -> list[Any]:
-        raise RuntimeError("a bug in the guard")
-
-    monkeypatch.setattr(t.guard, "feed", broken)
-    monkeypatch.setattr(t.guard, "close", broken)
-    return to_sse(out + t.feed({"type": "tok", "text": "b"}))
 
 
 def test_the_real_clients_accept_every_ending_of_a_turn(
@@ -157,7 +150,7 @@ def test_the_real_clients_accept_every_ending_of_a_turn(
         "error",
         True,
     )
-    cases["guard bug"] = (_guard_failure_body(monkeypatch), "error", True)
+    cases["guard bug"] = (to_sse(_turn_whose_guard_fails(monkeypatch)[1]), "error", True)
     names = list(cases)
     verdicts = real_clients.check_many([cases[name][0] for name in names])
     for name, by_major in zip(names, verdicts, strict=True):

@@ -104,7 +104,12 @@ class GatewayState:
             keepalive_interval=config.keepalive_interval,
             flush_interval=config.flush_interval,
         )
-        self.unknown_events = UnknownEventPolicy(config.unknown_events)
+        #: The same for every turn (one object, not one per turn).
+        self.translator_options = TranslatorOptions(
+            unknown_events=UnknownEventPolicy(config.unknown_events),
+            dynamic_tools=config.dynamic_tools,
+            settings=settings,
+        )
 
     def acquire_turn(self, session_id: str) -> None:
         if self.turns[session_id] >= self.config.max_turns_per_session:
@@ -212,13 +217,7 @@ async def chat(request: Request) -> Any:
         return _rejected(state, log, exc, started)
 
     message_id = chat_request.response_message_id() or f"msg_{run_id[:24]}"
-    translator = state.dialect.translator(
-        TranslatorOptions(
-            unknown_events=state.unknown_events,
-            dynamic_tools=config.dynamic_tools,
-            settings=state.dialect_settings,
-        )
-    )
+    translator = state.dialect.translator(state.translator_options)
     turn = Turn(
         translator,
         TurnOptions(target=config.target, message_id=message_id, mask_errors=config.mask_errors),

@@ -29,7 +29,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol
 
 from gateway.errors import GatewayError, UpstreamTimeout
 from gateway.transports.base import Upstream, UpstreamEnded
@@ -38,7 +38,7 @@ from translators.core.deadlines import Deadlines, Due
 from translators.core.sse_codec import KEEPALIVE_FRAME, encode_chunks
 from translators.core.turn import Turn
 
-__all__ = ["Counters", "DriverSettings", "TurnDriver", "Write"]
+__all__ = ["Counters", "DriverSettings", "Totals", "TurnDriver", "Write"]
 
 #: Frames coalesced into one write at most (bounds one write's size and latency).
 MAX_BATCH = 128
@@ -68,11 +68,19 @@ REPLAY_SETTINGS = DriverSettings(
 )
 
 
-class Counters:
-    """Running totals a driver adds to as it goes (the gateway's metrics have the same two)."""
+class Totals(Protocol):
+    """Running totals a driver adds to as it goes (the gateway's metrics are one)."""
 
-    upstream_events = 0
-    chunks_out = 0
+    upstream_events: int
+    chunks_out: int
+
+
+@dataclass(slots=True)
+class Counters:
+    """:class:`Totals` of one driver on its own (replay, record, tests)."""
+
+    upstream_events: int = 0
+    chunks_out: int = 0
 
 
 class TurnDriver:
@@ -86,13 +94,13 @@ class TurnDriver:
         *,
         clock: Callable[[], float] = time.monotonic,
         started: float | None = None,
-        counters: Any = None,
+        counters: Totals | None = None,
     ) -> None:
         self.upstream = upstream
         self.turn = turn
         self.settings = settings
         self.clock = clock
-        self.counters = counters if counters is not None else Counters()
+        self.counters: Totals = counters if counters is not None else Counters()
         self.deadlines = Deadlines(
             clock(),
             first_event=settings.first_event_timeout,
@@ -126,46 +134,59 @@ class TurnDriver:
     async def run(self, write: Write) -> None:
         """Until the turn is done. May be called again after a cancellation (a detached turn
         goes on with another writer)."""
-        turn = self.turn
+        turn, upstream = self.turn, self.upstream
+        encode_frame = turn.encode_frame
         try:
             while not turn.done:
                 if self.stop_request is not None:
                     self.abandoned = True
                     await self._write(write, encode_chunks(turn.close(self.stop_request)))
                     break
-                await self._write(write, await self._step(write))
+                # Receiving and translating are inline, not in a helper coroutine: this loop
+                # turns once per upstream event of every open stream.
+                try:
+                    if upstream.buffered():
+                        frame = await upstream.recv()
+                    else:
+                        if self._timer is None:
+                            self._arm()
+                        self._waiting = True
+                        try:
+                            frame = await upstream.recv()
+                        finally:
+                            self._waiting = False
+                except UpstreamEnded:
+                    body = encode_chunks(turn.upstream_ended())
+                except GatewayError as exc:
+                    body = self._failed(exc)
+                else:
+                    if frame is None:
+                        body = await self._on_wake(write)
+                    else:
+                        now = self.clock()
+                        self.deadlines.event(now)
+                        body = encode_frame(frame)
+                        if not turn.done and (
+                            upstream.buffered()
+                            or now < self._flushed_at + self.settings.flush_interval
+                        ):
+                            body = await self._rest_of_burst(body, now)
+                        else:
+                            self.counters.upstream_events += 1
+                await self._write(write, body)
         finally:
             if self._timer is not None:
                 self._timer.cancel()
                 self._timer = None
 
-    async def _step(self, write: Write) -> bytes:
-        """Receive a burst and translate it, or do what a wake-up is for."""
+    async def _rest_of_burst(self, first: bytes, now: float) -> bytes:
+        """The frames that follow ``first`` (already translated) in one burst, translated."""
         upstream, turn = self.upstream, self.turn
-        try:
-            if upstream.buffered():
-                frame = await upstream.recv()
-            else:
-                if self._timer is None:
-                    self._arm()
-                self._waiting = True
-                try:
-                    frame = await upstream.recv()
-                finally:
-                    self._waiting = False
-            if frame is None:
-                return await self._on_wake(write)
-        except UpstreamEnded:
-            return encode_chunks(turn.upstream_ended())
-        except GatewayError as exc:
-            return self._failed(exc)
-        now = self.clock()
-        self.deadlines.event(now)
-        parts = [turn.encode_frame(frame)]
+        parts = [first]
         frames = 1
         try:
             hold = self._flushed_at + self.settings.flush_interval - now
-            if hold > 0 and not turn.done:
+            if hold > 0:
                 # A burst: the previous write was moments ago; let the rest of it arrive and
                 # write it together.
                 await upstream.gather(hold)
@@ -180,7 +201,7 @@ class TurnDriver:
         except GatewayError as exc:
             parts.append(self._failed(exc))
         self.counters.upstream_events += frames
-        return parts[0] if len(parts) == 1 else b"".join(parts)
+        return b"".join(parts)
 
     def _failed(self, exc: GatewayError) -> bytes:
         self.upstream_error = exc
@@ -210,8 +231,6 @@ class TurnDriver:
     async def _write(self, write: Write, body: bytes) -> None:
         if not body:
             return
-        if self.first_write_at is None:
-            self.first_write_at = self.clock()
         events = body.count(b"\n\n")
         self.events_out += events
         self.bytes_out += len(body)
@@ -219,6 +238,8 @@ class TurnDriver:
         await write(body)
         self._flushed_at = now = self.clock()
         self.deadlines.wrote(now)
+        if self.first_write_at is None:
+            self.first_write_at = now
 
     # -- silence: one timer per turn -----------------------------------------------------------
 

@@ -15,7 +15,6 @@ field missing) is dropped and counted under ``invalid-chunk``. Pure: no I/O.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -108,13 +107,15 @@ class Gate:
             raise ValueError(f"target must be 5, 6 or 7, not {target!r}")
         self.target = target
         #: How many chunks were changed, by kind of change (``type:x->y``, ``field-removed:t.f``…).
-        self.conversions: Counter[str] = Counter()
+        #: A plain dict, not a ``Counter``: one is made per turn, and a dict of str → int is
+        #: neither slow to build nor tracked by the garbage collector.
+        self.conversions: dict[str, int] = {}
         self._on_conversion = on_conversion
         self._declared, self._required = _TARGET_TABLES[target]
         self._finish_reasons = EMITTED_FINISH_REASONS[target]
 
     def _count(self, key: str, chunk: dict[str, Any]) -> None:
-        self.conversions[key] += 1
+        self.conversions[key] = self.conversions.get(key, 0) + 1
         if self._on_conversion is not None:
             self._on_conversion(key, chunk)
 

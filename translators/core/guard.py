@@ -25,7 +25,6 @@ repair is counted in :attr:`StreamGuard.repairs` and reported through ``on_repai
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -77,8 +76,9 @@ class StreamGuard:
         #: life: the turn pipeline keeps a reference to it).
         self.open_text = self.model.open_text
         #: Repairs by kind (``opened-text``, ``dropped-after-finish``…): our translators' and the
-        #: upstream's mistakes, which the client would otherwise have died on.
-        self.repairs: Counter[str] = Counter()
+        #: upstream's mistakes, which the client would otherwise have died on. (A plain dict
+        #: like the gate's ``conversions``: cheap to make per turn, not tracked by the GC.)
+        self.repairs: dict[str, int] = {}
         self._on_repair = on_repair
         #: ``start`` was emitted (a later ``start`` only adds metadata).
         self.started = False
@@ -93,7 +93,7 @@ class StreamGuard:
         self.error_text: str | None = None
 
     def _repair(self, key: str, chunk: dict[str, Any]) -> None:
-        self.repairs[key] += 1
+        self.repairs[key] = self.repairs.get(key, 0) + 1
         if self._on_repair is not None:
             self._on_repair(key, chunk)
 

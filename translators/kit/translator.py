@@ -63,17 +63,19 @@ class UnknownEventPolicy(Enum):
 
 def counter_ids() -> IdFactory:
     """Deterministic ids ``<kind>-1``, ``<kind>-2``… (a counter per kind): golden-file friendly."""
-    counters: Counter[str] = Counter()
+    counters: dict[str, int] = {}  # a plain dict of str → int: not tracked by the GC
 
     def next_id(kind: str) -> str:
-        counters[kind] += 1
-        return f"{kind}-{counters[kind]}"
+        counters[kind] = n = counters.get(kind, 0) + 1
+        return f"{kind}-{n}"
 
     return next_id
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class TranslatorOptions:
+    """How a translator is configured; one instance may serve every turn of a gateway."""
+
     #: Id source for parts the upstream gives no id for. Default: :func:`counter_ids`.
     id_factory: IdFactory | None = None
     unknown_events: UnknownEventPolicy = UnknownEventPolicy.FORWARD

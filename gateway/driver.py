@@ -6,10 +6,12 @@ every further frame the upstream transport already holds — through the turn's 
 (:meth:`translators.core.turn.Turn.encode_frame`), write the result in one ``write``.
 
 Bursts are written at most once per ``flush_interval`` (1 ms by default): a frame that arrives
-sooner after a write waits for the rest of the interval while the upstream is not read
+sooner after a write, alone, waits for the rest of the interval while the upstream is not read
 (``Upstream.gather``), then everything that arrived is read, translated and written at once. A
 model streaming tokens tens of milliseconds apart never waits; an upstream sending as fast as it
-can costs one read and one write per interval instead of a wake-up per TCP segment.
+can costs one read and one write per interval instead of a wake-up per TCP segment; and when
+frames are already waiting (the upstream is ahead), they are taken at once, up to
+:data:`MAX_BATCH` per write, without waiting.
 
 Backpressure needs no buffer of ours: the loop receives the next frame only after ``await write``
 returned, which under uvicorn means the transport can take more. Meanwhile frames pile up in the
@@ -186,9 +188,11 @@ class TurnDriver:
         frames = 1
         try:
             hold = self._flushed_at + self.settings.flush_interval - now
-            if hold > 0:
+            if hold > 0 and not upstream.buffered():
                 # A burst: the previous write was moments ago; let the rest of it arrive and
-                # write it together.
+                # write it together. Not when frames are already waiting: then the upstream is
+                # ahead of us (a backlog), and holding would cap the stream at MAX_BATCH frames
+                # per interval.
                 await upstream.gather(hold)
             while frames < MAX_BATCH and not turn.done and upstream.buffered():
                 frame = await upstream.recv()

@@ -123,3 +123,15 @@ async def test_zero_interval_writes_whatever_is_there() -> None:
     writes, upstream = await run_turn(timeline, flush_interval=0)
     assert [deltas_of(chunks) for _, chunks in writes][:3] == [["a"], ["b"], ["c"]]
     assert upstream.gathered == []
+
+
+async def test_a_backlog_is_written_without_waiting_for_the_interval() -> None:
+    # 300 deltas already waiting shortly after the first write: more than MAX_BATCH per write.
+    timeline = turn((0.0, "a"), *[(0.001, f"d{i}") for i in range(300)], end=0.001)
+    writes, upstream = await run_turn(timeline, flush_interval=0.1)
+    written = [d for _, chunks in writes for d in deltas_of(chunks)]
+    assert written == ["a", *[f"d{i}" for i in range(300)]]
+    assert len(writes) >= 3  # batches of at most MAX_BATCH frames
+    assert writes[-1][1][-1]["type"] == "finish"
+    # Holding per batch would take three intervals (0.3 s); the backlog went out at once.
+    assert writes[-1][0] < 0.05 and upstream.gathered == []

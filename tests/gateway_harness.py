@@ -1,17 +1,21 @@
-"""Real servers for gateway tests: a scriptable websockets upstream and an in-process uvicorn
-gateway, both on 127.0.0.1 with ephemeral ports. No mocks of either."""
+"""Real servers for gateway tests: a scriptable websockets upstream, a fake HTTP upstream (one
+Starlette route streaming SSE) and an in-process uvicorn gateway, all on 127.0.0.1 with
+ephemeral ports. No mocks of any."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 from collections import defaultdict
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any
 
 import httpx
 import orjson
 import uvicorn
+from starlette.applications import Starlette
+from starlette.responses import StreamingResponse
+from starlette.routing import Route
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
@@ -187,6 +191,26 @@ async def uvicorn_server(app: Any, http: str = "auto") -> AsyncIterator[str]:
     finally:
         server.should_exit = True
         await asyncio.wait_for(task, 15)
+
+
+@contextlib.asynccontextmanager
+async def http_upstream(path: str, handler: Callable[..., Any]) -> AsyncIterator[str]:
+    """A fake HTTP upstream (a model API): ``POST path`` answered by ``handler``, a Starlette
+    endpoint, served by uvicorn on 127.0.0.1; yields its base URL."""
+    app = Starlette(routes=[Route(path, handler, methods=["POST"])])
+    async with uvicorn_server(app) as base:
+        yield base
+
+
+def sse_response(payloads: Iterable[bytes], pause: float) -> StreamingResponse:
+    """An SSE body of one ``data:`` event per payload, ``pause`` seconds apart."""
+
+    async def body() -> AsyncIterator[bytes]:
+        for payload in payloads:
+            yield b"data: " + payload + b"\n\n"
+            await asyncio.sleep(pause)
+
+    return StreamingResponse(body(), media_type="text/event-stream")
 
 
 @contextlib.asynccontextmanager

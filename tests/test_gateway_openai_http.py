@@ -2,27 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-from collections.abc import AsyncIterator
 
 import orjson
 import pytest
-from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import Route
+from starlette.responses import JSONResponse, Response
 
-from tests.gateway_harness import post, running_gateway, user_body, uvicorn_server
+from tests.gateway_harness import http_upstream, post, running_gateway, sse_response, user_body
 from tests.helpers import decode_sse, of_type, text_of
 
 pytestmark = pytest.mark.asyncio
-
-
-def sse(*payloads: object) -> bytes:
-    return b"".join(
-        b"data: " + (p if isinstance(p, bytes) else orjson.dumps(p)) + b"\n\n" for p in payloads
-    )
 
 
 CHUNK = {
@@ -59,19 +49,12 @@ class FakeProvider:
                 {"error": {"message": "maximum context length exceeded"}}, self.final_status
             )
 
-        async def body() -> AsyncIterator[bytes]:
-            for part in (sse(CHUNK), sse(STOP), sse(USAGE), b"data: [DONE]\n\n"):
-                yield part
-                await asyncio.sleep(0.01)
-
-        return StreamingResponse(body(), media_type="text/event-stream")
+        payloads = [orjson.dumps(CHUNK), orjson.dumps(STOP), orjson.dumps(USAGE), b"[DONE]"]
+        return sse_response(payloads, 0.01)
 
 
-@contextlib.asynccontextmanager
-async def provider(fake: FakeProvider) -> AsyncIterator[str]:
-    app = Starlette(routes=[Route("/v1/chat/completions", fake.completions, methods=["POST"])])
-    async with uvicorn_server(app) as base:
-        yield base
+def provider(fake: FakeProvider) -> contextlib.AbstractAsyncContextManager[str]:
+    return http_upstream("/v1/chat/completions", fake.completions)
 
 
 def settings(base: str) -> dict:

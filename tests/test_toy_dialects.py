@@ -6,25 +6,30 @@ gateway and through the CLI, and the real ai 5/6/7 clients judge what comes out.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import re
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import orjson
 import pytest
-from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import Route
+from starlette.responses import JSONResponse, Response
 
 from gateway.dialects import registry
-from tests.gateway_harness import ScriptedUpstream, events, post, running_gateway, user_body
+from tests.gateway_harness import (
+    ScriptedUpstream,
+    events,
+    http_upstream,
+    post,
+    running_gateway,
+    sse_response,
+    user_body,
+)
 from tests.helpers import decode_sse, of_type, text_of
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -122,22 +127,7 @@ class AcmeApi:
         if body["model"] != "acme-2":
             return JSONResponse({"error": {"message": f"no model {body['model']}"}}, 404)
         recording = TOY / "fixtures" / "acme-sse" / "blocks-and-tool.jsonl"
-
-        async def stream() -> AsyncIterator[bytes]:
-            for line in recording.read_text().splitlines():
-                yield b"data: " + line.encode() + b"\n\n"
-                await asyncio.sleep(0.005)
-
-        return StreamingResponse(stream(), media_type="text/event-stream")
-
-
-@contextlib.asynccontextmanager
-async def acme_api(api: AcmeApi) -> AsyncIterator[str]:
-    from tests.gateway_harness import uvicorn_server
-
-    app = Starlette(routes=[Route("/v1/respond", api.respond, methods=["POST"])])
-    async with uvicorn_server(app) as base:
-        yield base
+        return sse_response([line.encode() for line in recording.read_text().splitlines()], 0.005)
 
 
 async def test_the_http_sse_toy_runs_live_with_its_own_settings(
@@ -146,7 +136,7 @@ async def test_the_http_sse_toy_runs_live_with_its_own_settings(
     api = AcmeApi()
     settings = {"acme-sse": {"model": "acme-2", "api_key": "k-123"}}
     async with (
-        acme_api(api) as url,
+        http_upstream("/v1/respond", api.respond) as url,
         running_gateway(upstream=url, dialect="acme-sse", dialect_settings=settings) as (base, _),
     ):
         response = await post(base, "s", user_body("Weather in Oslo?"))
@@ -172,7 +162,7 @@ async def test_the_http_sse_toy_reports_a_refused_request_in_the_stream(
 ) -> None:
     api = AcmeApi()
     async with (
-        acme_api(api) as url,
+        http_upstream("/v1/respond", api.respond) as url,
         running_gateway(upstream=url, dialect="acme-sse") as (base, _),
     ):
         response = await post(base, "s")

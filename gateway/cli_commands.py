@@ -153,11 +153,11 @@ def _demo_dialect(requested: str | None) -> Any:
 
     if requested is not None:
         dialect = get_dialect(requested)
-        if dialect.demo is None or dialect.websocket is None:
+        if dialect.demo is None:
             raise ConfigError(f"dialect {requested!r} has no demo")
         return dialect
     for dialect in registry().dialects.values():
-        if dialect.demo is not None and dialect.websocket is not None:
+        if dialect.demo is not None:
             return dialect
     raise ConfigError("no registered dialect has a demo")
 
@@ -167,7 +167,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from gateway.demo import demo_routes
     from gateway.logging import configure_logging
     from gateway.server import run_app
-    from gateway.upstreams import DemoUpstream
+    from gateway.upstreams import DemoHttpUpstream, DemoUpstream
 
     try:
         dialect = _demo_dialect(args.dialect)
@@ -175,21 +175,36 @@ def cmd_demo(args: argparse.Namespace) -> int:
             args,
             args.flags,
             dialect=dialect.name,
-            upstream="ws://127.0.0.1:1/sessions/{session_id}/ws",  # replaced at start-up
+            upstream="ws://127.0.0.1:1/sessions/{session_id}/ws",  # replaced below / at start-up
             log_format=args.log_format or "console",
         )
         config = loaded.config
-        upstream = DemoUpstream(dialect.demo)
+        upstream: DemoUpstream | DemoHttpUpstream
+        if dialect.websocket is not None:
+            upstream = ws_upstream = DemoUpstream(dialect.demo)
+            transport = "WebSocket"
 
-        async def start_upstream(state: GatewayState) -> None:
-            await upstream.start("127.0.0.1", 0)
-            state.configure(config.model_copy(update={"upstream": upstream.url_template}))
+            async def start_upstream(state: GatewayState) -> None:
+                await ws_upstream.start("127.0.0.1", 0)
+                state.configure(config.model_copy(update={"upstream": ws_upstream.url_template}))
 
+            on_startup, on_shutdown = start_upstream, ws_upstream.aclose
+            upstream_routes = []
+        else:
+            # An HTTP demo upstream is a few routes of this very app (a model API look-alike).
+            if config.port == 0:
+                raise ConfigError("the demo of an HTTP dialect calls its own port: give --port")
+            upstream = DemoHttpUpstream(dialect.demo)
+            transport = "HTTP SSE, mounted at /demo/provider"
+            own = "127.0.0.1" if config.host in ("0.0.0.0", "::", "") else config.host
+            url = f"http://{own}:{config.port}/demo/provider/sessions/{{session_id}}"
+            config = config.model_copy(update={"upstream": url})
+            on_startup, on_shutdown, upstream_routes = None, None, upstream.routes("/demo/provider")
         app = create_app(
             config,
-            extra_routes=demo_routes(upstream, dialect.name),
-            on_startup=start_upstream,
-            on_shutdown=upstream.aclose,
+            extra_routes=[*demo_routes(upstream, dialect.name), *upstream_routes],
+            on_startup=on_startup,
+            on_shutdown=on_shutdown,
         )
     except ConfigError as exc:
         return _fail("demo", exc)
@@ -201,7 +216,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     )
     print(f"  health         {base}/healthz   metrics {base}/metrics", flush=True)
     print(
-        f"  the demo upstream ({dialect.name} over WebSocket) listens on 127.0.0.1; Ctrl-C stops",
+        f"  the demo upstream ({dialect.name} over {transport}) runs on 127.0.0.1; Ctrl-C stops",
         flush=True,
     )
     run_app(app, config.host, config.port)

@@ -9,12 +9,12 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from gateway.upstreams import DemoUpstream
+from gateway.upstreams import DemoHttpUpstream, DemoUpstream
 
 __all__ = ["demo_routes"]
 
 
-def demo_routes(upstream: DemoUpstream, dialect: str) -> list[Route]:
+def demo_routes(upstream: DemoUpstream | DemoHttpUpstream, dialect: str) -> list[Route]:
     page = files("gateway").joinpath("static/demo.html").read_text(encoding="utf-8")
     page = page.replace("{{dialect}}", html.escape(dialect))
 

@@ -4,6 +4,9 @@
   session id: the steps of each turn, with their pauses, until the gateway's abort frame (any
   frame after the prompt) tells the script to wind down. It keeps each session's sent events
   for the demo page.
+* :class:`DemoHttpUpstream` plays it for dialects that speak HTTP: its routes answer any ``POST``
+  under ``/sessions/<id>/`` with the steps as server-sent events (``event:`` names the step's
+  ``type``, as model APIs do), and a client that goes away stops the script.
 * :class:`RecordingUpstream` (``chunkbridge mock-upstream``) serves ``.jsonl`` recordings over
   WebSocket: it waits for the prompt frame, then sends the lines. One file serves every session;
   with several, the session id picks the file by its stem. ``timing="recorded"`` replays the
@@ -35,7 +38,13 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from gateway.recordings import read_frames, read_pauses
 from translators.kit import DemoScript, Pause
 
-__all__ = ["DemoUpstream", "RecordingUpstream", "SESSION_PATH", "recording_http_app"]
+__all__ = [
+    "DemoHttpUpstream",
+    "DemoUpstream",
+    "RecordingUpstream",
+    "SESSION_PATH",
+    "recording_http_app",
+]
 
 SESSION_PATH = re.compile(r"^/sessions/(?P<session>[^/]+)(/|$)")
 
@@ -126,6 +135,45 @@ class DemoUpstream(_Base):
                 await asyncio.sleep(step.seconds)
             else:
                 await self.send(ws, session, step)
+
+
+class DemoHttpUpstream:
+    """Plays a dialect's demo script over HTTP SSE, one turn per request (see the module)."""
+
+    def __init__(self, script: DemoScript) -> None:
+        self.script = script
+        self.turns = 0
+        self.received: dict[str, list[Any]] = defaultdict(list)
+        self.sent: dict[str, deque[Any]] = defaultdict(lambda: deque(maxlen=2000))
+
+    def routes(self, prefix: str) -> list[Route]:
+        """The routes to mount; the upstream URL is ``<base><prefix>/sessions/{session_id}``."""
+        return [
+            Route(prefix + "/sessions/{session_id:str}/{path:path}", self._turn, methods=["POST"])
+        ]
+
+    async def _turn(self, request: Request) -> Response:
+        session = request.path_params["session_id"]
+        try:
+            prompt = orjson.loads(await request.body())
+        except orjson.JSONDecodeError:
+            return PlainTextResponse("the body is not JSON", status_code=400)
+        self.received[session].append(prompt)
+        self.turns += 1
+        steps = self.script(prompt, self.turns, lambda: False)
+
+        async def body() -> AsyncIterator[bytes]:
+            for step in steps:
+                if isinstance(step, Pause):
+                    await asyncio.sleep(step.seconds)
+                    continue
+                self.sent[session].append(step)
+                payload = step if isinstance(step, str) else orjson.dumps(step).decode()
+                name = step.get("type") if isinstance(step, dict) else None
+                head = f"event: {name}\n" if isinstance(name, str) else ""
+                yield f"{head}data: {payload}\n\n".encode()
+
+        return StreamingResponse(body(), media_type="text/event-stream")
 
 
 class _Recordings:

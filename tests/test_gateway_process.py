@@ -81,13 +81,28 @@ def post_chat(base: str, session: str, body: dict | None = None) -> httpx.Respon
     )
 
 
-@pytest.mark.parametrize("dialect", ["agent-ops-v2", "open-harness", "openai-chat"])
-def test_serve_in_front_of_mock_upstream_matches_replay(dialect: str, real_clients) -> None:
+@pytest.mark.parametrize(
+    ("dialect", "transport"),
+    [
+        ("agent-ops-v2", "websocket"),
+        ("open-harness", "websocket"),
+        ("openai-chat", "websocket"),
+        ("anthropic-messages", "http"),
+    ],
+)
+def test_serve_in_front_of_mock_upstream_matches_replay(
+    dialect: str, transport: str, real_clients
+) -> None:
     recordings = sorted((FIXTURES / dialect).glob("*.jsonl"))
     up_port, gw_port = free_port(), free_port()
+    upstream = f"ws://127.0.0.1:{up_port}/sessions/{{session_id}}/ws"
+    if transport == "http":
+        upstream = f"http://127.0.0.1:{up_port}/sessions/{{session_id}}"
     with (
         process(
             "mock-upstream",
+            "--transport",
+            transport,
             "--port",
             str(up_port),
             *map(str, recordings),
@@ -100,7 +115,7 @@ def test_serve_in_front_of_mock_upstream_matches_replay(dialect: str, real_clien
             "--dialect",
             dialect,
             "--upstream",
-            f"ws://127.0.0.1:{up_port}/sessions/{{session_id}}/ws",
+            upstream,
             ready_url=f"http://127.0.0.1:{gw_port}/healthz",
         ),
     ):
@@ -185,6 +200,26 @@ def test_demo_serves_the_page_and_a_stream_every_client_accepts(real_clients) ->
         (tool,) = verdict.parts("tool-search_docs")
         assert tool["state"] == "output-available" and tool["providerExecuted"] is True
         assert verdict.finish_reason == "stop"
+
+
+def test_demo_of_a_provider_dialect_plays_a_mock_provider(real_clients) -> None:
+    port = free_port()
+    args = ("demo", "--dialect", "anthropic-messages", "--port", str(port))
+    with process(*args, ready_url=f"http://127.0.0.1:{port}/healthz"):
+        base = f"http://127.0.0.1:{port}"
+        response = post_chat(base, "demo-1", user_body("What is the weather?"))
+        log = httpx.get(f"{base}/demo/upstream-events/demo-1", trust_env=False).json()
+    (request,) = log["received"]
+    assert request["stream"] is True
+    assert request["messages"][-1]["content"] == [{"type": "text", "text": "What is the weather?"}]
+    assert log["sent"][-1] == {"type": "message_stop"}
+    for major, verdict in real_clients.check(response.content).items():
+        assert verdict.ok, (major, verdict.fatal)
+        assert "What is the weather?" in verdict.text()
+        (tool,) = verdict.parts("tool-get_weather")
+        assert tool["state"] == "input-available" and tool["input"] == {"city": "Paris"}
+        assert verdict.parts("reasoning")[0]["providerMetadata"]["anthropic"]["signature"]
+        assert verdict.finish_reason == "tool-calls"
 
 
 def test_record_writes_frames_that_replay(tmp_path: Path) -> None:

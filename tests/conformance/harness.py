@@ -17,6 +17,9 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 CHECK_SCRIPT = HERE / "check.mjs"
+PROVIDER_SCRIPT = HERE / "provider_diff.mjs"
+#: The AI SDK's own provider packages, for the differential tests of the provider dialects.
+PROVIDER_PACKAGES = ("anthropic", "openai", "google")
 MAJORS = (5, 6, 7)
 
 
@@ -30,6 +33,9 @@ def unavailable_reason() -> str | None:
     for alias in ("ai5", "ai6", "ai7"):
         if not (HERE / "node_modules" / alias / "package.json").is_file():
             return f"tests/conformance/node_modules/{alias} is missing (run make install)"
+    for package in PROVIDER_PACKAGES:
+        if not (HERE / "node_modules" / "@ai-sdk" / package / "package.json").is_file():
+            return f"tests/conformance/node_modules/@ai-sdk/{package} is missing (run make install)"
     return None
 
 
@@ -98,6 +104,34 @@ def run_cases(cases: list[dict[str, Any]], timeout: float = 300) -> list[dict[in
     ]
 
 
+def ai_sdk_provider_bodies(cases: list[dict[str, Any]], timeout: float = 300) -> list[bytes]:
+    """What a Node route on the AI SDK sends for each recorded provider stream: ``[{provider,
+    frames, tools}]`` through ``provider_diff.mjs`` (the provider package + ``streamText`` +
+    ``toUIMessageStreamResponse``); one UI message stream body per case."""
+    reason = unavailable_reason()
+    if reason is not None:
+        raise HarnessUnavailable(reason)
+    payload = [{"id": str(i), **case} for i, case in enumerate(cases)]
+    proc = subprocess.run(
+        ["node", str(PROVIDER_SCRIPT)],
+        input=json.dumps(payload).encode(),
+        capture_output=True,
+        timeout=timeout,
+        cwd=HERE,
+        env={**os.environ, "NODE_NO_WARNINGS": "1"},
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(
+            f"provider_diff.mjs failed ({proc.returncode}): {proc.stderr.decode()[-2000:]}"
+        )
+    results = json.loads(proc.stdout)
+    failed = [r for r in results if r.get("error")]
+    if failed:
+        raise RuntimeError(f"the AI SDK could not run case {failed[0]['id']}: {failed[0]['error']}")
+    return [base64.b64decode(r["body_b64"]) for r in results]
+
+
 class RealClients:
     """The pytest fixture's object: ``check(body)`` → ``{5: Verdict, 6: ..., 7: ...}``."""
 
@@ -110,3 +144,6 @@ class RealClients:
         self, bodies: list[bytes], majors: tuple[int, ...] = MAJORS
     ) -> list[dict[int, Verdict]]:
         return run_cases([{"body": b, "majors": majors} for b in bodies])
+
+    def ai_sdk_provider_bodies(self, cases: list[dict[str, Any]]) -> list[bytes]:
+        return ai_sdk_provider_bodies(cases)

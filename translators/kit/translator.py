@@ -192,7 +192,7 @@ class Translator:
             return self.malformed("no string 'type'", event)
         handler = self._handlers.get(event_type)
         if handler is None:
-            return self._unknown(event_type, event)
+            return self.unknown(event_type, event)
         try:
             items = handler(self, event)
         except MalformedEvent as exc:
@@ -234,9 +234,10 @@ class Translator:
         data = {"reason": why, "frame": preview(raw)}
         return [{"type": "data-upstream-malformed", "data": data, "transient": True}]
 
-    # -- internals -----------------------------------------------------------------------------
-
-    def _unknown(self, event_type: str, event: dict[str, Any]) -> Sequence[Item]:
+    def unknown(self, event_type: str, event: dict[str, Any]) -> Sequence[Item]:
+        """Something this dialect has no mapping for, per the policy: an event type without a
+        handler, or (called by handlers) an unknown kind inside a known event, such as a new
+        content block type; ``event_type`` names the ``data-*`` part."""
         self.stats[f"unknown-event:{event_type}"] += 1
         policy = self.options.unknown_events
         if policy is UnknownEventPolicy.DROP:

@@ -1,0 +1,93 @@
+// The AI SDK's own answer for a recorded provider stream: the other side of the differential tests.
+//
+// For each case, a local HTTP server on 127.0.0.1 answers the provider request with the recorded
+// SSE events, and the AI SDK's own provider package (@ai-sdk/anthropic, @ai-sdk/openai Responses,
+// @ai-sdk/google) reads it through streamText(); the result's toUIMessageStreamResponse() body is
+// what a Node route would send to useChat. Nothing here interprets the stream: the Python side runs
+// that body and chunkbridge's through the same real client (check.mjs) and compares the messages.
+//
+// Input  (stdin): JSON array of cases {id, provider: "anthropic" | "openai" | "google",
+//                 frames: [SSE data payloads], tools: [tool names the model may call]}
+// Output (stdout): JSON array of {id, body_b64, error?}
+import { createServer } from "node:http";
+import { createAnthropic } from "@ai-sdk/anthropic";
+import { createGoogleGenerativeAI } from "@ai-sdk/google";
+import { createOpenAI } from "@ai-sdk/openai";
+import { jsonSchema, streamText, tool } from "ai7";
+
+const TIMEOUT_MS = 20_000;
+
+function sseBody(provider, frames) {
+  return frames
+    .map((frame) => {
+      if (provider !== "anthropic") return `data: ${frame}\n\n`;
+      let type = "message";
+      try {
+        type = JSON.parse(frame).type ?? type;
+      } catch {}
+      return `event: ${type}\ndata: ${frame}\n\n`;
+    })
+    .join("");
+}
+
+async function serve(body) {
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.end(body);
+    });
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return server;
+}
+
+function model(provider, base) {
+  const options = { baseURL: base, apiKey: "test-key" };
+  if (provider === "anthropic") return createAnthropic(options)("claude-sonnet-4-5");
+  if (provider === "openai") return createOpenAI(options).responses("gpt-5");
+  if (provider === "google") return createGoogleGenerativeAI(options)("gemini-2.5-flash");
+  throw new Error(`unknown provider ${provider}`);
+}
+
+async function runOne(testCase) {
+  const server = await serve(sseBody(testCase.provider, testCase.frames));
+  const { port } = server.address();
+  const base = `http://127.0.0.1:${port}/v1${testCase.provider === "google" ? "beta" : ""}`;
+  const tools = Object.fromEntries(
+    (testCase.tools ?? []).map((name) => [
+      name,
+      tool({ inputSchema: jsonSchema({ type: "object", additionalProperties: true }) }),
+    ]),
+  );
+  try {
+    const result = streamText({
+      model: model(testCase.provider, base),
+      prompt: "recorded",
+      tools,
+      maxRetries: 0,
+      abortSignal: AbortSignal.timeout(TIMEOUT_MS),
+      onError: () => {},
+    });
+    const response = result.toUIMessageStreamResponse({
+      sendReasoning: true,
+      sendSources: true,
+      onError: (error) => (error instanceof Error ? error.message : String(error)),
+    });
+    const bytes = Buffer.from(await response.arrayBuffer());
+    return { id: testCase.id, body_b64: bytes.toString("base64") };
+  } catch (error) {
+    return { id: testCase.id, body_b64: "", error: String(error) };
+  } finally {
+    server.close();
+  }
+}
+
+const input = JSON.parse(await new Promise((resolve) => {
+  let data = "";
+  process.stdin.on("data", (chunk) => (data += chunk));
+  process.stdin.on("end", () => resolve(data));
+}));
+const results = [];
+for (const testCase of input) results.push(await runOne(testCase));
+process.stdout.write(JSON.stringify(results));

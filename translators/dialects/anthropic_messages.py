@@ -1,0 +1,550 @@
+"""The ``anthropic-messages`` dialect: Anthropic's Messages API, streamed over HTTP SSE.
+
+Events → UI chunks (mapping and reasons: ``protocol_specs/anthropic_messages.py``), and the
+request: ``POST {upstream}/v1/messages`` with ``stream: true``, built from the ``UIMessage``
+history, the deployment's model, system prompt, tools and options.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import orjson
+from pydantic import Field
+
+from protocol_specs import anthropic_messages as spec
+from protocol_specs.anthropic_messages import STOP_REASONS, USAGE_FIELDS
+from translators.kit import (
+    Chunk,
+    CloseReason,
+    CloseRequest,
+    DemoStep,
+    Dialect,
+    HttpRequest,
+    HttpSseContract,
+    IndexedParts,
+    Item,
+    MalformedEvent,
+    Pause,
+    RequestRejected,
+    StreamedToolCalls,
+    Translator,
+    TranslatorOptions,
+    TurnInput,
+    error_message,
+    optional_str,
+    require_dict,
+    require_str,
+    usage_metadata,
+)
+from translators.kit.provider import (
+    ProviderSettings,
+    apply_overrides,
+    parse_data_url,
+    steps_of,
+    system_prompt,
+)
+
+__all__ = ["DIALECT", "AnthropicMessagesTranslator", "AnthropicSettings"]
+
+_PROVIDER = "anthropic"
+
+
+class AnthropicMessagesTranslator(Translator):
+    HANDLERS = {
+        "message_start": "_on_message_start",
+        "content_block_start": "_on_block_start",
+        "content_block_delta": "_on_block_delta",
+        "content_block_stop": "_on_block_stop",
+        "message_delta": "_on_message_delta",
+        "message_stop": "_on_message_stop",
+        "ping": "_on_ping",
+        "error": "_on_error",
+    }
+
+    def __init__(self, options: TranslatorOptions | None = None) -> None:
+        super().__init__(options)
+        self._parts = IndexedParts(self.ids)
+        self._tools = StreamedToolCalls(self.ids, self.tool_flags())
+        self._server_tools = StreamedToolCalls(self.ids, self.tool_flags(providerExecuted=True))
+        #: block index → its kind: "text", "thinking", "tool", "server-tool".
+        self._blocks: dict[int, str] = {}
+        #: block index → what its end chunk carries (signature, citations).
+        self._signatures: dict[int, str] = {}
+        self._citations: dict[int, list[Any]] = {}
+        self._started = False
+        self._metadata: dict[str, Any] = {}
+        self._usage: dict[str, Any] = {}
+        self._stop_reason: str | None = None
+
+    # -- message ---------------------------------------------------------------------------------
+
+    def _begin(self, model: Any = None) -> list[Chunk]:
+        if self._started:
+            return []
+        self._started = True
+        start: Chunk = {"type": "start"}
+        if isinstance(model, str) and model:
+            self._metadata["model"] = model
+            start["messageMetadata"] = {"model": model}
+        return [start, {"type": "start-step"}]
+
+    def _on_message_start(self, event: dict[str, Any]) -> Sequence[Item]:
+        message = require_dict(event.get("message"), "'message'")
+        usage = message.get("usage")
+        if isinstance(usage, dict):
+            self._usage.update(usage)
+        return self._begin(message.get("model"))
+
+    def _on_message_delta(self, event: dict[str, Any]) -> Sequence[Item]:
+        delta = require_dict(event.get("delta") or {}, "'delta'")
+        reason = optional_str(delta, "stop_reason")
+        if reason is not None:
+            self._stop_reason = reason
+        sequence = delta.get("stop_sequence")
+        if isinstance(sequence, str):
+            self._metadata["stopSequence"] = sequence
+        usage = event.get("usage")
+        if isinstance(usage, dict):
+            self._usage.update({k: v for k, v in usage.items() if v is not None})
+        return []
+
+    def _on_message_stop(self, event: dict[str, Any]) -> Sequence[Item]:
+        out: list[Item] = [*self._begin()]
+        out += self._parts.end_all()
+        out += self._tools.complete()
+        out += self._server_tools.complete()
+        out.append({"type": "finish-step"})
+        reason = self._stop_reason
+        usage = usage_metadata(self._usage, USAGE_FIELDS)
+        metadata = dict(self._metadata)
+        if usage:
+            metadata["usage"] = usage
+        if reason is not None:
+            metadata["stopReason"] = reason
+        finish_reason = STOP_REASONS.get(reason, "other") if reason is not None else "other"
+        out.append(
+            CloseRequest(
+                CloseReason.COMPLETED, finish_reason=finish_reason, message_metadata=metadata
+            )
+        )
+        return out
+
+    def _on_ping(self, event: dict[str, Any]) -> Sequence[Item]:
+        self.stats["ping"] += 1
+        return []
+
+    def _on_error(self, event: dict[str, Any]) -> Sequence[Item]:
+        error = event.get("error")
+        text = error_message(error, "The model provider reported an error.")
+        if isinstance(error, dict) and isinstance(error.get("type"), str):
+            text = f"{error['type']}: {text}"
+        return [CloseRequest(CloseReason.UPSTREAM_ERROR, text)]
+
+    # -- content blocks --------------------------------------------------------------------------
+
+    @staticmethod
+    def _index(event: dict[str, Any]) -> int:
+        index = event.get("index")
+        if type(index) is not int:
+            raise MalformedEvent("'index' must be an integer")
+        return index
+
+    def _on_block_start(self, event: dict[str, Any]) -> Sequence[Item]:
+        index = self._index(event)
+        block = require_dict(event.get("content_block"), "'content_block'")
+        kind = require_str(block, "type")
+        out: list[Item] = [*self._begin()]
+        if kind == "text":
+            self._blocks[index] = "text"
+            out += self._parts.start(index, "text")
+            if isinstance(block.get("text"), str) and block["text"]:
+                out += self._parts.delta(index, "text", block["text"])
+        elif kind == "thinking":
+            self._blocks[index] = "thinking"
+            out += self._parts.start(index, "reasoning")
+        elif kind == "redacted_thinking":
+            self._blocks[index] = "thinking"
+            meta = {_PROVIDER: {"redactedData": require_str(block, "data")}}
+            out += self._parts.start(index, "reasoning", meta)
+        elif kind in ("tool_use", "server_tool_use"):
+            calls = self._tools if kind == "tool_use" else self._server_tools
+            self._blocks[index] = "tool" if kind == "tool_use" else "server-tool"
+            tool_input = block.get("input")
+            initial = orjson.dumps(tool_input).decode() if tool_input else None
+            out += calls.delta(
+                index,
+                call_id=require_str(block, "id"),
+                name=require_str(block, "name"),
+                arguments=initial,
+            )
+        elif kind == "mcp_tool_use":
+            out += self._mcp_call(block)
+        elif kind.endswith("_tool_result"):
+            out += self._tool_result(kind, block)
+        else:
+            return [*out, *self.unknown(kind, block)]
+        return out
+
+    def _on_block_delta(self, event: dict[str, Any]) -> Sequence[Item]:
+        index = self._index(event)
+        delta = require_dict(event.get("delta"), "'delta'")
+        kind = require_str(delta, "type")
+        if kind == "text_delta":
+            return self._parts.delta(index, "text", require_str(delta, "text"))
+        if kind == "thinking_delta":
+            return self._parts.delta(index, "reasoning", require_str(delta, "thinking"))
+        if kind == "signature_delta":
+            self._signatures[index] = self._signatures.get(index, "") + require_str(
+                delta, "signature"
+            )
+            return []
+        if kind == "input_json_delta":
+            partial = require_str(delta, "partial_json")
+            block = self._blocks.get(index)
+            if block == "tool":
+                return self._tools.delta(index, arguments=partial)
+            if block == "server-tool":
+                return self._server_tools.delta(index, arguments=partial)
+            raise MalformedEvent(f"input_json_delta for block {index}, which is not a tool call")
+        if kind == "citations_delta":
+            citation = require_dict(delta.get("citation"), "'citation'")
+            self._citations.setdefault(index, []).append(citation)
+            return self._citation_source(citation)
+        return self.unknown(kind, delta)
+
+    def _on_block_stop(self, event: dict[str, Any]) -> Sequence[Item]:
+        index = self._index(event)
+        kind = self._blocks.pop(index, None)
+        if kind == "tool":
+            return self._tools.complete(index)
+        if kind == "server-tool":
+            return self._server_tools.complete(index)
+        if kind == "thinking":
+            signature = self._signatures.pop(index, None)
+            meta = {_PROVIDER: {"signature": signature}} if signature else None
+            return self._parts.end(index, meta)
+        if kind == "text":
+            citations = self._citations.pop(index, None)
+            if not citations:
+                return self._parts.end(index)
+            out = self._parts.end(index, {_PROVIDER: {"citations": citations}})
+            if out:  # for ai 7 targets; gated away for 5 and 6
+                out[-1]["citations"] = [_text_citation(c) for c in citations]
+            return out
+        return []
+
+    # -- provider-executed tools and sources -----------------------------------------------------
+
+    def _tool_result(self, kind: str, block: dict[str, Any]) -> list[Chunk]:
+        call_id = require_str(block, "tool_use_id")
+        content = block.get("content")
+        flags = self.tool_flags(providerExecuted=True)
+        if isinstance(content, dict) and str(content.get("type", "")).endswith("_error"):
+            code = content.get("error_code")
+            return [
+                {
+                    "type": "tool-output-error",
+                    "toolCallId": call_id,
+                    "errorText": str(code or content["type"]),
+                    **flags,
+                }
+            ]
+        out: list[Chunk] = []
+        if kind == "web_search_tool_result" and isinstance(content, list):
+            output: Any = spec.web_search_output(content)
+            for result in output:
+                if isinstance(result.get("url"), str):
+                    source: Chunk = {
+                        "type": "source-url",
+                        "sourceId": self.ids("source"),
+                        "url": result["url"],
+                        "providerMetadata": {_PROVIDER: {"pageAge": result.get("pageAge")}},
+                    }
+                    if isinstance(result.get("title"), str):
+                        source["title"] = result["title"]
+                    out.append(source)
+            out.insert(
+                0,
+                {"type": "tool-output-available", "toolCallId": call_id, "output": output, **flags},
+            )
+            return out
+        if kind == "mcp_tool_result":
+            flags["dynamic"] = True
+            if block.get("is_error") is True:
+                text = error_message(content, "The MCP tool failed.")
+                if isinstance(content, list):
+                    text = "".join(c.get("text", "") for c in content if isinstance(c, dict))
+                return [
+                    {"type": "tool-output-error", "toolCallId": call_id, "errorText": text, **flags}
+                ]
+        return [
+            {"type": "tool-output-available", "toolCallId": call_id, "output": content, **flags}
+        ]
+
+    def _mcp_call(self, block: dict[str, Any]) -> list[Chunk]:
+        call_id, name = require_str(block, "id"), require_str(block, "name")
+        flags = self.tool_flags(providerExecuted=True, dynamic=True)
+        meta = {_PROVIDER: {"type": "mcp-tool-use", "serverName": block.get("server_name")}}
+        return [
+            {"type": "tool-input-start", "toolCallId": call_id, "toolName": name, **flags},
+            {
+                "type": "tool-input-available",
+                "toolCallId": call_id,
+                "toolName": name,
+                "input": block.get("input") or {},
+                "providerMetadata": meta,
+                **flags,
+            },
+        ]
+
+    def _citation_source(self, citation: dict[str, Any]) -> list[Chunk]:
+        kind = citation.get("type")
+        if kind == "web_search_result_location":
+            return []  # the search result it points at is already a source-url part
+        if kind == "search_result_location" and isinstance(citation.get("source"), str):
+            chunk: Chunk = {
+                "type": "source-url",
+                "sourceId": self.ids("source"),
+                "url": citation["source"],
+                "providerMetadata": {_PROVIDER: _citation_metadata(citation)},
+            }
+            if isinstance(citation.get("title"), str):
+                chunk["title"] = citation["title"]
+            return [chunk]
+        if kind in ("char_location", "page_location", "content_block_location"):
+            title = citation.get("document_title")
+            if not isinstance(title, str) or not title:
+                title = f"Document {citation.get('document_index', 0)}"
+            return [
+                {
+                    "type": "source-document",
+                    "sourceId": self.ids("source"),
+                    "mediaType": "text/plain" if kind == "char_location" else "application/pdf",
+                    "title": title,
+                    "providerMetadata": {_PROVIDER: _citation_metadata(citation)},
+                }
+            ]
+        return []
+
+
+_CITATION_KEYS = {
+    "cited_text": "citedText",
+    "start_char_index": "startCharIndex",
+    "end_char_index": "endCharIndex",
+    "start_page_number": "startPageNumber",
+    "end_page_number": "endPageNumber",
+    "start_block_index": "startBlockIndex",
+    "end_block_index": "endBlockIndex",
+    "document_index": "documentIndex",
+}
+
+
+def _citation_metadata(citation: dict[str, Any]) -> dict[str, Any]:
+    return {ours: citation[theirs] for theirs, ours in _CITATION_KEYS.items() if theirs in citation}
+
+
+def _text_citation(citation: dict[str, Any]) -> dict[str, Any]:
+    """One ``text-end.citations`` item (ai 7): the cited source and text."""
+    meta = {_PROVIDER: citation}
+    url = citation.get("url") or citation.get("source")
+    if isinstance(url, str):
+        source: dict[str, Any] = {
+            "type": "source",
+            "sourceType": "url",
+            "id": url,
+            "url": url,
+            "providerMetadata": meta,
+        }
+        if isinstance(citation.get("title"), str):
+            source["title"] = citation["title"]
+    else:
+        index = citation.get("document_index", 0)
+        title = citation.get("document_title")
+        source = {
+            "type": "source",
+            "sourceType": "document",
+            "id": str(citation.get("file_id") or index),
+            "mediaType": "text/plain",
+            "title": title if isinstance(title, str) and title else f"Document {index}",
+            "providerMetadata": meta,
+        }
+    out: dict[str, Any] = {"source": source}
+    if isinstance(citation.get("cited_text"), str):
+        out["citedText"] = citation["cited_text"]
+    return out
+
+
+# -- the upstream contract -----------------------------------------------------------------------
+
+
+class AnthropicSettings(ProviderSettings):
+    """Settings of the ``anthropic-messages`` dialect (``[anthropic-messages]`` in TOML)."""
+
+    model: str = Field("claude-sonnet-4-5", description="the model to request")
+    path: str = Field(spec.DEFAULT_PATH, description="path of the Messages endpoint")
+    max_output_tokens: int | None = Field(
+        4096, description="max_tokens of each answer (the API requires one)"
+    )
+    api_version: str = Field(spec.API_VERSION, description="the anthropic-version header")
+    beta: list[str] = Field([], description="anthropic-beta feature names to enable")
+
+
+def _tools(settings: AnthropicSettings) -> list[dict[str, Any]]:
+    tools = []
+    for name, definition in settings.tools.items():
+        if "type" in definition:  # a server tool (web_search_20250305…), sent as configured
+            tools.append({"name": name, **definition})
+            continue
+        tool = {"name": name, "input_schema": definition.get("input_schema") or {"type": "object"}}
+        if definition.get("description"):
+            tool["description"] = definition["description"]
+        tools.append(tool)
+    return tools
+
+
+def request_body(turn: TurnInput) -> dict[str, Any]:
+    settings: AnthropicSettings = turn.settings or AnthropicSettings()
+    messages = turn.request.messages
+    try:
+        converted = spec.messages_from_ui(messages, steps_of, parse_data_url)
+    except ValueError as exc:
+        raise RequestRejected(str(exc)) from exc
+    if not converted:
+        raise RequestRejected("The request has no message to send.")
+    body: dict[str, Any] = {
+        "model": settings.model,
+        "max_tokens": settings.max_output_tokens or 4096,
+        "stream": True,
+    }
+    system = system_prompt(settings, messages)
+    if system:
+        body["system"] = system
+    body["messages"] = converted
+    tools = _tools(settings)
+    if tools:
+        body["tools"] = tools
+    body.update(settings.options)
+    return apply_overrides(body, turn, settings.body_overrides)
+
+
+def _request(turn: TurnInput) -> HttpRequest:
+    settings: AnthropicSettings = turn.settings or AnthropicSettings()
+    headers = {"anthropic-version": settings.api_version}
+    if settings.api_key is not None:
+        headers["x-api-key"] = settings.api_key.get_secret_value()
+    if settings.beta:
+        headers["anthropic-beta"] = ",".join(settings.beta)
+    return HttpRequest(path=settings.path, body=request_body(turn), headers=headers)
+
+
+def _error_frame(status: int, body: bytes) -> str:
+    """Anthropic's own error event when the body is one (its message is what the user should
+    read), else a generic one."""
+    try:
+        parsed = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        parsed = None
+    if isinstance(parsed, dict) and isinstance(parsed.get("error"), dict):
+        return orjson.dumps({"type": "error", "error": parsed["error"]}).decode()
+    message = f"The model provider refused the request ({status})."
+    return orjson.dumps(
+        {"type": "error", "error": {"type": "api_error", "message": message}}
+    ).decode()
+
+
+# -- the demo ------------------------------------------------------------------------------------
+
+
+def _demo(request: dict[str, Any], turn: int, aborted: Any) -> Iterator[DemoStep]:
+    """A short answer with a signed thinking block, and a tool call when asked for the weather."""
+    text = ""
+    for message in reversed(request.get("messages") or []):
+        if message.get("role") == "user":
+            text = " ".join(
+                c.get("text", "") for c in message.get("content", []) if c.get("type") == "text"
+            )
+            break
+    usage = {"input_tokens": 12 + len(text) // 4, "output_tokens": 1}
+    yield {
+        "type": "message_start",
+        "message": {
+            "id": f"msg_demo_{turn}",
+            "type": "message",
+            "role": "assistant",
+            "model": request.get("model", "demo"),
+            "content": [],
+            "usage": usage,
+        },
+    }
+    yield {
+        "type": "content_block_start",
+        "index": 0,
+        "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+    }
+    for piece in ("The user wrote ", f"{len(text)} characters", "; I answer briefly."):
+        yield Pause(0.05)
+        yield {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "thinking_delta", "thinking": piece},
+        }
+    yield {
+        "type": "content_block_delta",
+        "index": 0,
+        "delta": {"type": "signature_delta", "signature": "ZGVtby1zaWduYXR1cmU="},
+    }
+    yield {"type": "content_block_stop", "index": 0}
+    yield {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}}
+    words = f"You said: {text}. This answer streams from the demo Anthropic upstream.".split(" ")
+    for word in words:
+        if aborted():
+            return
+        yield Pause(0.04)
+        yield {
+            "type": "content_block_delta",
+            "index": 1,
+            "delta": {"type": "text_delta", "text": word + " "},
+        }
+    yield {"type": "content_block_stop", "index": 1}
+    reason = "end_turn"
+    if "weather" in text.lower():
+        reason = "tool_use"
+        yield {
+            "type": "content_block_start",
+            "index": 2,
+            "content_block": {
+                "type": "tool_use",
+                "id": f"toolu_demo_{turn}",
+                "name": "get_weather",
+                "input": {},
+            },
+        }
+        for piece in ('{"city": ', '"Paris"}'):
+            yield Pause(0.05)
+            yield {
+                "type": "content_block_delta",
+                "index": 2,
+                "delta": {"type": "input_json_delta", "partial_json": piece},
+            }
+        yield {"type": "content_block_stop", "index": 2}
+    yield {
+        "type": "message_delta",
+        "delta": {"stop_reason": reason, "stop_sequence": None},
+        "usage": {"output_tokens": len(words) + 12},
+    }
+    yield {"type": "message_stop"}
+
+
+DIALECT = Dialect(
+    name="anthropic-messages",
+    summary="Anthropic Messages API streams (HTTP SSE: POST /v1/messages)",
+    translator=AnthropicMessagesTranslator,
+    http=HttpSseContract(
+        request=_request, error_frame=_error_frame, retry_statuses=spec.RETRY_STATUSES
+    ),
+    settings=AnthropicSettings,
+    spec=spec.__name__,
+    demo=_demo,
+)

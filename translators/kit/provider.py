@@ -1,0 +1,132 @@
+"""What the model-provider dialects share on the request side: settings and history helpers.
+
+A provider dialect builds each request from the ``UIMessage`` history the client sends (the
+provider keeps no conversation), so every one of them needs the same pieces: the deployment's
+model, key, system prompt, tools and generation options; which of them the client may override
+per request; the history cut into model steps; files given as data URLs or http URLs.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote_to_bytes
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+from protocol_specs.chat_request import UIMessage
+from translators.kit.dialect import RequestRejected, TurnInput
+
+__all__ = [
+    "DataUrl",
+    "ProviderSettings",
+    "apply_overrides",
+    "parse_data_url",
+    "steps_of",
+    "system_prompt",
+    "tool_name_of",
+]
+
+
+class ProviderSettings(BaseModel):
+    """Settings every provider dialect has (each sets its own defaults for model and path)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str = Field("", description="the model to request")
+    api_key: SecretStr | None = Field(
+        None, description="API key for the provider; prefer the environment variable to the flag"
+    )
+    path: str = Field("", description="path of the streaming endpoint, under the upstream URL")
+    system: str = Field("", description="system prompt sent before the conversation")
+    max_output_tokens: int | None = Field(
+        None, description="upper bound on the tokens of one answer"
+    )
+    options: dict[str, Any] = Field(
+        {},
+        description="further fields of the provider's request body, in the provider's own "
+        'format (e.g. {"temperature": 0.2})',
+    )
+    tools: dict[str, dict[str, Any]] = Field(
+        {},
+        description="tools by name: {description, input_schema (JSON Schema)} for tools the app "
+        "runs, or a provider-native tool definition (it has a 'type'), sent as is",
+    )
+    body_overrides: list[str] = Field(
+        [],
+        description="top-level fields of the provider request that the client's request body "
+        "may set (e.g. model temperature); none by default",
+    )
+
+
+def apply_overrides(body: dict[str, Any], turn: TurnInput, allowed: list[str]) -> dict[str, Any]:
+    """``body`` with the fields the client's request sets, for the ``allowed`` names only."""
+    if not allowed:
+        return body
+    extra = turn.request.extra_body
+    for name in allowed:
+        if name in extra and name not in ("stream", "messages", "contents", "input"):
+            body[name] = extra[name]
+    return body
+
+
+def system_prompt(settings: ProviderSettings, messages: list[UIMessage]) -> str:
+    """The configured system prompt followed by the text of ``system`` messages in the history."""
+    texts = [settings.system] if settings.system else []
+    texts += [m.text() for m in messages if m.role == "system" and m.text()]
+    return "\n\n".join(texts)
+
+
+def steps_of(message: UIMessage) -> Iterator[list[Any]]:
+    """An assistant message's parts cut at ``step-start``: one list per model call, since a
+    provider sees each call's output and the tool results that followed it as their own turns."""
+    step: list[Any] = []
+    for part in message.parts:
+        if getattr(part, "type", None) == "step-start":
+            if step:
+                yield step
+            step = []
+        else:
+            step.append(part)
+    if step:
+        yield step
+
+
+def tool_name_of(part: Any) -> str | None:
+    """The tool name of a tool part (``tool-<name>`` or ``dynamic-tool``), else ``None``."""
+    if not hasattr(part, "toolCallId"):
+        return None
+    name: str = part.tool_name
+    return name
+
+
+@dataclass(frozen=True, slots=True)
+class DataUrl:
+    media_type: str
+    #: The payload, base64-encoded (as every provider wants inline data).
+    base64: str
+
+    def text(self) -> str:
+        return base64.b64decode(self.base64).decode("utf-8", "replace")
+
+
+def parse_data_url(url: str) -> DataUrl | None:
+    """``data:<type>[;base64],<payload>`` → its media type and base64 payload; ``None`` for
+    other URLs; :class:`RequestRejected` for a data URL that cannot be decoded."""
+    if not url.startswith("data:"):
+        return None
+    header, sep, payload = url[5:].partition(",")
+    if not sep:
+        raise RequestRejected("A file's data URL has no ',' before its payload.")
+    fields = header.split(";")
+    media_type = fields[0] or "text/plain"
+    if "base64" in fields[1:]:
+        try:
+            base64.b64decode(payload, validate=True)
+        except binascii.Error as exc:
+            raise RequestRejected(f"A file's data URL is not valid base64: {exc}") from exc
+        return DataUrl(media_type, payload)
+    return DataUrl(media_type, base64.b64encode(unquote_to_bytes(payload)).decode("ascii"))

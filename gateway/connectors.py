@@ -82,15 +82,14 @@ class WebSocketConnector:
 
 class HttpSseConnector:
     def __init__(self, url: str, contract: HttpSseContract, config: GatewayConfig) -> None:
-        import httpx
+        from gateway.transports.http_sse import HttpConnectionPool
 
         self.url = url
         self.contract = contract
         self.config = config
         # No limit on connections: each turn holds one for its whole stream, and the number of
         # turns is the gateway's to bound (max_turns_per_session), not the pool's.
-        limits = httpx.Limits(max_connections=None, max_keepalive_connections=100)
-        self.client = httpx.AsyncClient(trust_env=False, limits=limits)
+        self.pool = HttpConnectionPool()
 
     async def open(self, turn: TurnInput, forward: dict[str, str]) -> Upstream:
         from gateway.transports.http_sse import open_http_sse
@@ -100,7 +99,7 @@ class HttpSseConnector:
         config = self.config
         try:
             return await open_http_sse(
-                self.client,
+                self.pool,
                 url,
                 request,
                 self.contract,
@@ -114,7 +113,7 @@ class HttpSseConnector:
             raise
 
     async def aclose(self) -> None:
-        await self.client.aclose()
+        await self.pool.aclose()
 
 
 def connector_for(dialect: Dialect, config: GatewayConfig) -> Connector:

@@ -1,6 +1,6 @@
 """Upstream transports: the only modules that touch upstream sockets.
 
-``gateway.transports.http_sse`` (httpx) is imported only by deployments with an HTTP upstream.
+``gateway.transports.http_sse`` (h11) is imported only by deployments with an HTTP upstream.
 """
 
 from gateway.transports.base import Upstream, UpstreamEnded, map_upstream_errors

@@ -8,142 +8,429 @@ honouring ``Retry-After`` (capped), at most ``retries`` times. 401/403 raise
 Any other refusal becomes one frame through the dialect's ``error_frame`` (the turn then ends
 with the provider's own message in an ``error`` chunk), or a 502 when the dialect has none.
 
-The body is read by a reader task into a deque, as the WebSocket shell does with its socket, and
-decoded by the sans-I/O :class:`~translators.core.sse_codec.SseDecoder` (one frame per ``data:``
-payload): the turn driver takes every frame that arrived in one go, its timer can wake a waiting
-``recv``, and above :data:`READ_HIGH_WATER` bytes not yet taken the reader stops reading, so a
-slow client slows the provider down instead of growing our memory.
+h11's Sans-I/O HTTP/1.1 client state machine does the protocol (framing, chunked bodies, keep-alive
+rules) and this module is the thin asyncio shell around it, as :mod:`gateway.transports.websocket`
+is for websockets' protocol: a ``data_received`` call decodes what one socket read brought in
+(:class:`~translators.core.sse_codec.SseDecoder`, one frame per ``data:`` payload) into a deque
+that ``recv`` pops, so the turn driver takes every event of a read in one go. A general-purpose
+async client costs several awaits per body chunk through its stream layers, which on a token
+stream (one event per read) was most of the gateway's CPU per event (bench/RESULTS.md).
+
+Flow control is by characters: above :data:`READ_HIGH_WATER` received but not taken, the shell
+stops reading the socket (a slow client slows the provider down instead of growing our memory),
+and it stops reading while the driver lets a burst gather. Connections are kept alive and reused
+per origin (:class:`HttpConnectionPool`): a TLS handshake per turn would add a round trip or two
+to every answer's first token. A reused connection the server closed meanwhile is replaced once,
+transparently, before any byte of the answer.
+
+Not supported: redirects (a 3xx is a refusal: the upstream stays where the configuration says),
+proxies, compressed bodies (the request asks for none), HTTP/2.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
+import time
 from collections import deque
+from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
-import httpx
+import h11
 import orjson
 
-from gateway.errors import UpstreamAuthRejected, UpstreamClosed, UpstreamError, UpstreamUnavailable
+from gateway.errors import (
+    UpstreamAuthRejected,
+    UpstreamClosed,
+    UpstreamError,
+    UpstreamUnavailable,
+)
 from gateway.transports.base import UpstreamEnded, map_upstream_errors
 from translators.core.sse_codec import SseDecoder
 from translators.kit import HttpRequest, HttpSseContract
 
-__all__ = ["READ_HIGH_WATER", "HttpSseUpstream", "open_http_sse"]
+__all__ = ["READ_HIGH_WATER", "HttpConnectionPool", "HttpSseUpstream", "open_http_sse"]
 
 #: Received-but-not-taken characters above which the body is not read; reading resumes below a
 #: quarter of it.
 READ_HIGH_WATER = 64 * 1024
 #: How long closing may take.
 CLOSE_TIMEOUT = 1.0
+#: Largest error body read (the provider's message is in its first bytes).
+MAX_ERROR_BODY = 64 * 1024
 _MAX_BACKOFF = 8.0
 _WOKEN = object()
+_NEED_DATA = h11.NEED_DATA
+_DATA = h11.Data
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    scheme: str
+    host: str
+    port: int
+
+    @classmethod
+    def of(cls, url: str) -> tuple[Origin, str]:
+        """The origin of ``url`` and the request target (path and query)."""
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise UpstreamUnavailable(detail=f"not an http(s) URL: {url}")
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        return cls(parts.scheme, parts.hostname, port), target
+
+    @property
+    def host_header(self) -> str:
+        default = 443 if self.scheme == "https" else 80
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return host if self.port == default else f"{host}:{self.port}"
+
+
+class _Shell(asyncio.Protocol):
+    """asyncio's callbacks in, h11 calls and a deque of SSE ``data`` payloads out. One shell is
+    one connection; it serves one request at a time and may be reused for the next."""
+
+    def __init__(self, origin: Origin) -> None:
+        self.origin = origin
+        self.conn = h11.Connection(h11.CLIENT)
+        self.transport: asyncio.Transport | None = None
+        loop = asyncio.get_running_loop()
+        self.lost: asyncio.Future[None] = loop.create_future()
+        self.idle_since = 0.0
+        self._reset(loop)
+
+    def _reset(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.frames: deque[str] = deque()
+        self.size = 0
+        self.high_water = READ_HIGH_WATER
+        self.low_water = READ_HIGH_WATER // 4
+        self.flow_paused = False
+        self.gathering = False
+        self.decoder = SseDecoder()
+        #: Set when the response head arrived (or the connection failed before it).
+        self.response_ready: asyncio.Future[h11.Response] = loop.create_future()
+        self.status = 0
+        self.error_body: list[bytes] = []
+        self.error_size = 0
+        #: How the body ended (``UpstreamEnded`` or an error), once it did.
+        self.end: Exception | None = None
+        self.received_any = False
+        self.waiter: asyncio.Future[Any] | None = None
+
+    # -- asyncio callbacks ---------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        self.received_any = True
+        conn = self.conn
+        conn.receive_data(data)
+        self._events()
+
+    def eof_received(self) -> None:
+        self.conn.receive_data(b"")
+        self._events()
+        # None: the transport closes.
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.end is None and self.transport is not None:
+            detail = f"receive: {exc}" if exc else "receive: the connection was closed"
+            self._fail(UpstreamClosed(detail=detail))
+        if not self.lost.done():
+            self.lost.set_result(None)
+
+    # -- the protocol ----------------------------------------------------------------------------
+
+    def _events(self) -> None:
+        conn = self.conn
+        body: list[bytes] = []  # the body bytes of this read, decoded as one piece below
+        try:
+            while True:
+                event = conn.next_event()
+                if event is _NEED_DATA or event is h11.PAUSED:
+                    break
+                if event.__class__ is _DATA:
+                    if self.status < 300:
+                        body.append(event.data)
+                    elif self.error_size < MAX_ERROR_BODY:
+                        self.error_body.append(bytes(event.data))
+                        self.error_size += len(event.data)
+                elif isinstance(event, h11.Response):
+                    self.status = event.status_code
+                    encoding = _header(event, b"content-encoding")
+                    if encoding not in (b"", b"identity") and self.status < 300:
+                        raise UpstreamUnavailable(
+                            detail=f"compressed response ({encoding.decode()}) not supported"
+                        )
+                    if not self.response_ready.done():
+                        self.response_ready.set_result(event)
+                elif isinstance(event, h11.EndOfMessage):
+                    self._decode(body)
+                    body = []
+                    tail = self.decoder.flush()  # a last event without its blank line
+                    if tail is not None and self.status < 300:
+                        self.frames.append(tail.data)
+                    self.end = UpstreamEnded()
+                    break
+                elif isinstance(event, h11.ConnectionClosed):
+                    self._fail(UpstreamClosed(detail="receive: the connection was closed"))
+                    break
+                # InformationalResponse (100 Continue…): nothing to do
+        except h11.RemoteProtocolError as exc:
+            self._fail(UpstreamClosed(detail=f"receive: {exc}"))
+        except UpstreamError as exc:
+            self._fail(exc)
+        if body:
+            self._decode(body)
+        if self.size > self.high_water and not self.flow_paused and self.transport is not None:
+            self.flow_paused = True
+            if not self.gathering:
+                self.transport.pause_reading()
+        self._wake(None)
+
+    def _decode(self, body: list[bytes]) -> None:
+        if not body:
+            return
+        frames = self.frames
+        size = 0
+        for sse in self.decoder.decode_bytes(body[0] if len(body) == 1 else b"".join(body)):
+            frames.append(sse.data)
+            size += len(sse.data)
+        self.size += size
+
+    def _fail(self, exc: UpstreamError) -> None:
+        if self.end is None:
+            self.end = exc
+        if not self.response_ready.done():
+            self.response_ready.set_exception(exc)
+            self.response_ready.exception()  # retrieved: no "never retrieved" warning
+        if self.transport is not None:
+            self.transport.abort()
+
+    def _wake(self, value: Any) -> None:
+        waiter = self.waiter
+        if waiter is not None and not waiter.done() and (self.frames or self.end is not None):
+            waiter.set_result(value)
+
+    def send(self, request: h11.Request, body: bytes) -> None:
+        assert self.transport is not None
+        conn = self.conn
+        self.transport.write(
+            b"".join(
+                (
+                    conn.send(request) or b"",
+                    conn.send(h11.Data(body)) or b"",
+                    conn.send(h11.EndOfMessage()) or b"",
+                )
+            )
+        )
+
+    @property
+    def reusable(self) -> bool:
+        conn = self.conn
+        return (
+            not self.lost.done()
+            and conn.our_state is h11.DONE
+            and conn.their_state is h11.DONE
+            and isinstance(self.end, UpstreamEnded)
+        )
+
+    def recycle(self) -> None:
+        self.conn.start_next_cycle()
+        self._reset(asyncio.get_running_loop())
+        self.idle_since = time.monotonic()
+
+    def taken(self, size: int) -> None:
+        self.size -= size
+        if self.flow_paused and self.size <= self.low_water:
+            self.flow_paused = False
+            if not self.gathering and not self.lost.done() and self.transport is not None:
+                self.transport.resume_reading()
+
+    async def gather(self, seconds: float) -> None:
+        transport = self.transport
+        if self.flow_paused or self.lost.done() or self.end is not None or transport is None:
+            await asyncio.sleep(seconds)
+            return
+        self.gathering = True
+        transport.pause_reading()
+        try:
+            await asyncio.sleep(seconds)
+        finally:
+            self.gathering = False
+            if not self.flow_paused and not self.lost.done():
+                transport.resume_reading()
+        # Let the event loop read the socket before the driver goes on (see the WebSocket shell).
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+
+    def close(self) -> None:
+        if self.transport is not None and not self.lost.done():
+            self.transport.abort()
+
+
+def _header(response: h11.Response, name: bytes) -> bytes:
+    for key, value in response.headers:
+        if key == name:
+            return bytes(value).lower()
+    return b""
+
+
+class HttpConnectionPool:
+    """Keep-alive connections per origin, for the turns of one gateway."""
+
+    def __init__(self, max_idle_per_origin: int = 64, idle_timeout: float = 30.0) -> None:
+        self.max_idle = max_idle_per_origin
+        self.idle_timeout = idle_timeout
+        self._idle: dict[Origin, list[_Shell]] = {}
+        self._ssl: ssl.SSLContext | None = None
+
+    async def connect(self, origin: Origin, connect_timeout: float) -> _Shell:
+        loop = asyncio.get_running_loop()
+        secure = origin.scheme == "https"
+        if secure and self._ssl is None:
+            self._ssl = ssl.create_default_context()
+        async with asyncio.timeout(connect_timeout):
+            _, shell = await loop.create_connection(
+                lambda: _Shell(origin),
+                origin.host,
+                origin.port,
+                ssl=self._ssl if secure else None,
+                server_hostname=origin.host if secure else None,
+            )
+        return shell
+
+    def take_idle(self, origin: Origin) -> _Shell | None:
+        idle = self._idle.get(origin)
+        now = time.monotonic()
+        while idle:
+            shell = idle.pop()
+            if not shell.lost.done() and now - shell.idle_since < self.idle_timeout:
+                return shell
+            shell.close()
+        return None
+
+    def release(self, shell: _Shell) -> None:
+        """Back to the pool when the exchange ended cleanly, else closed."""
+        if not shell.reusable:
+            shell.close()
+            return
+        idle = self._idle.setdefault(shell.origin, [])
+        if len(idle) >= self.max_idle:
+            shell.close()
+            return
+        shell.recycle()
+        idle.append(shell)
+
+    async def aclose(self) -> None:
+        for idle in self._idle.values():
+            for shell in idle:
+                shell.close()
+        self._idle.clear()
 
 
 class HttpSseUpstream:
     """The SSE body of one response (or, for a refused request, the frame that reports it)."""
 
     def __init__(
-        self,
-        response: httpx.Response | None,
-        first_frames: list[str],
-        high_water: int = READ_HIGH_WATER,
+        self, shell: _Shell | None, pool: HttpConnectionPool | None, first_frames: list[str]
     ) -> None:
-        self._response = response
-        self._frames: deque[str] = deque(first_frames)
-        self._size = 0
-        self._high_water = high_water
-        self._low_water = high_water // 4
-        #: How the body ended (``UpstreamEnded`` or an error), once it did.
-        self._end: Exception | None = None if response is not None else UpstreamEnded()
-        self._waiter: asyncio.Future[Any] | None = None
-        self._resume = asyncio.Event()
-        self._reader = asyncio.create_task(self._read()) if response is not None else None
-
-    async def _read(self) -> None:
-        assert self._response is not None
-        decoder = SseDecoder()
-        frames, resume = self._frames, self._resume
-        try:
-            with map_upstream_errors("receive"):
-                async for data in self._response.aiter_bytes():
-                    events = decoder.decode_bytes(data)
-                    if not events:
-                        continue
-                    for event in events:
-                        frames.append(event.data)
-                        self._size += len(event.data)
-                    self._wake(None)
-                    if self._size > self._high_water:
-                        resume.clear()
-                        await resume.wait()
-            tail = decoder.flush()  # a last event without its blank line
-            if tail is not None:
-                frames.append(tail.data)
-            self._end = UpstreamEnded()
-        except UpstreamError as exc:
-            self._end = exc
-        finally:
-            if self._end is None:  # cancelled by aclose
-                self._end = UpstreamClosed(detail="receive: closed")
-            self._wake(None)
-
-    def _wake(self, value: Any) -> None:
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(value)
+        self._shell = shell
+        self._pool = pool
+        if shell is None:
+            self._frames: deque[str] = deque(first_frames)
+        else:
+            self._frames = shell.frames
 
     async def recv(self) -> str | None:
         frames = self._frames
+        shell = self._shell
         while not frames:
-            if self._end is not None:
-                raise self._end
-            self._waiter = waiter = asyncio.get_running_loop().create_future()
+            if shell is None:
+                raise UpstreamEnded()
+            if shell.end is not None:
+                raise shell.end
+            shell.waiter = waiter = asyncio.get_running_loop().create_future()
             try:
                 if await waiter is _WOKEN:
                     return None
             finally:
-                self._waiter = None
+                shell.waiter = None
         frame = frames.popleft()
-        self._size -= len(frame)
-        if self._size <= self._low_water and not self._resume.is_set():
-            self._resume.set()
+        if shell is not None:
+            shell.taken(len(frame))
         return frame
 
     def buffered(self) -> bool:
         return bool(self._frames)
 
     def wake(self) -> None:
-        self._wake(_WOKEN)
+        shell = self._shell
+        if shell is not None:
+            waiter = shell.waiter
+            if waiter is not None and not waiter.done():
+                waiter.set_result(_WOKEN)
 
     async def gather(self, seconds: float) -> None:
-        # The reader keeps reading meanwhile; what arrives is taken in one go afterwards.
-        await asyncio.sleep(seconds)
+        if self._shell is None:
+            return
+        await self._shell.gather(seconds)
 
     async def aclose(self, *, abort: bool = False) -> None:
-        """Stop reading and close the response (closing it mid-body aborts the request)."""
+        """Stop reading: a finished response gives its connection back to the pool; closing
+        one mid-body aborts the request (the provider stops generating)."""
+        shell, self._shell = self._shell, None
         self._frames.clear()
-        with contextlib.suppress(Exception):
-            async with asyncio.timeout(CLOSE_TIMEOUT):
-                if self._reader is not None and not self._reader.done():
-                    self._reader.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await self._reader
-                if self._response is not None:
-                    await self._response.aclose()
+        if shell is None:
+            return
+        if self._pool is not None and not abort and shell.reusable:
+            self._pool.release(shell)
+            return
+        shell.close()
 
 
-def _retry_after(response: httpx.Response, attempt: int) -> float:
-    header = response.headers.get("retry-after")
+def _retry_after(response: h11.Response, attempt: int) -> float:
+    header = _header(response, b"retry-after")
     if header:
         with contextlib.suppress(ValueError):
             return min(max(float(header), 0.0), _MAX_BACKOFF)
     return min(0.5 * 2.0**attempt, _MAX_BACKOFF)
 
 
+async def _exchange(
+    pool: HttpConnectionPool,
+    origin: Origin,
+    request: h11.Request,
+    body: bytes,
+    connect_timeout: float,
+    first_byte_timeout: float,
+) -> tuple[_Shell, h11.Response]:
+    """Send on a kept-alive connection (one the server closed meanwhile is replaced once) or a
+    new one; the response head."""
+    reused = pool.take_idle(origin)
+    for shell in (reused, None):
+        if shell is None:
+            shell = await pool.connect(origin, connect_timeout)
+        shell.send(request, body)
+        try:
+            async with asyncio.timeout(first_byte_timeout):
+                return shell, await asyncio.shield(shell.response_ready)
+        except UpstreamClosed:
+            if shell is reused and not shell.received_any:
+                continue  # the server had closed the idle connection: once more, on a new one
+            raise
+        except BaseException:
+            shell.close()
+            raise
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
 async def open_http_sse(
-    client: httpx.AsyncClient,
+    pool: HttpConnectionPool,
     url: str,
     request: HttpRequest,
     contract: HttpSseContract,
@@ -154,34 +441,46 @@ async def open_http_sse(
     first_byte_timeout: float,
 ) -> HttpSseUpstream:
     """POST the turn's request; the streaming body, or an upstream error (see the module)."""
-    all_headers = {"content-type": "application/json", "accept": "text/event-stream"}
+    with map_upstream_errors("connect"):
+        origin, target = Origin.of(url)
+    content = orjson.dumps(request.body)
+    all_headers = {
+        "host": origin.host_header,
+        "user-agent": "chunkbridge",
+        "content-type": "application/json",
+        "accept": "text/event-stream",
+        "accept-encoding": "identity",
+    }
     all_headers.update({k.lower(): v for k, v in headers.items()})
     all_headers.update({k.lower(): v for k, v in request.headers.items()})
-    content = orjson.dumps(request.body)
+    all_headers["content-length"] = str(len(content))
+    all_headers.pop("transfer-encoding", None)
+    h11_request = h11.Request(
+        method=request.method, target=target, headers=list(all_headers.items())
+    )
     attempt = 0
     while True:
         with map_upstream_errors("connect"):
-            built = client.build_request(
-                request.method,
-                url,
-                content=content,
-                headers=all_headers,
-                timeout=httpx.Timeout(connect_timeout, read=None),
+            shell, response = await _exchange(
+                pool, origin, h11_request, content, connect_timeout, first_byte_timeout
             )
-            async with asyncio.timeout(connect_timeout + first_byte_timeout):
-                response = await client.send(built, stream=True)
         status = response.status_code
         if status < 300:
-            return HttpSseUpstream(response, [])
+            return HttpSseUpstream(shell, pool, [])
         if status in contract.retry_statuses and attempt < retries:
             delay = _retry_after(response, attempt)
-            await response.aclose()
+            shell.close()
             attempt += 1
             await asyncio.sleep(delay)
             continue
         with map_upstream_errors("error response"):
-            body = await response.aread()
-            await response.aclose()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(first_byte_timeout):
+                    while shell.end is None and shell.error_size < MAX_ERROR_BODY:
+                        shell.waiter = asyncio.get_running_loop().create_future()
+                        await shell.waiter
+            body = b"".join(shell.error_body)
+            shell.close()
         if status in (401, 403):
             raise UpstreamAuthRejected(status, detail=f"upstream answered {status}")
         if status in contract.retry_statuses:
@@ -189,4 +488,4 @@ async def open_http_sse(
         frame = contract.error_frame(status, body) if contract.error_frame is not None else None
         if frame is None:
             raise UpstreamUnavailable(detail=f"upstream answered {status}")
-        return HttpSseUpstream(None, [frame])
+        return HttpSseUpstream(None, None, [frame])

@@ -77,6 +77,22 @@ class AnthropicMessagesTranslator(Translator):
         self._metadata: dict[str, Any] = {}
         self._usage: dict[str, Any] = {}
         self._stop_reason: str | None = None
+        #: The block index of the text part in :attr:`text_id` (the pipeline's fast path).
+        self._fast_index: int | None = None
+
+    def fast_text_delta(self, event: dict[str, Any]) -> str | None:
+        index = self._fast_index
+        if (
+            index is None
+            or event.get("index") != index
+            or event.get("type") != "content_block_delta"
+        ):
+            return None
+        delta = event.get("delta")
+        if type(delta) is not dict or delta.get("type") != "text_delta" or len(delta) != 2:
+            return None
+        text = delta.get("text")
+        return text if type(text) is str and text and type(event["index"]) is int else None
 
     # -- message ---------------------------------------------------------------------------------
 
@@ -159,6 +175,7 @@ class AnthropicMessagesTranslator(Translator):
         if kind == "text":
             self._blocks[index] = "text"
             out += self._parts.start(index, "text")
+            self.text_id, self._fast_index = self._parts.part_id(index), index
             if isinstance(block.get("text"), str) and block["text"]:
                 out += self._parts.delta(index, "text", block["text"])
         elif kind == "thinking":
@@ -226,6 +243,8 @@ class AnthropicMessagesTranslator(Translator):
             meta = {_PROVIDER: {"signature": signature}} if signature else None
             return self._parts.end(index, meta)
         if kind == "text":
+            if index == self._fast_index:
+                self.text_id = self._fast_index = None
             citations = self._citations.pop(index, None)
             if not citations:
                 return self._parts.end(index)

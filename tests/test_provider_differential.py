@@ -27,6 +27,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 #: dialect → (the AI SDK provider that speaks the same API, the dialect's spec module).
 PROVIDER_DIALECTS = {
     "anthropic-messages": ("anthropic", "protocol_specs.anthropic_messages"),
+    "openai-responses": ("openai", "protocol_specs.openai_responses"),
 }
 
 Parts = list[dict[str, Any]]
@@ -45,9 +46,11 @@ def _tool_names(frames: list[str]) -> list[str]:
             event = json.loads(frame)
         except ValueError:
             continue
-        block = event.get("content_block") if isinstance(event, dict) else None
-        if isinstance(block, dict) and block.get("type") == "tool_use":
-            names.add(block.get("name"))
+        if not isinstance(event, dict):
+            continue
+        for block in (event.get("content_block"), event.get("item")):
+            if isinstance(block, dict) and block.get("type") in ("tool_use", "function_call"):
+                names.add(block.get("name"))
     return sorted(n for n in names if isinstance(n, str))
 
 
@@ -120,6 +123,12 @@ def _error_closes_parts(sdk: Side, ours: Side) -> tuple[Parts, Parts]:
     return _map(sdk[1], _close_streaming_parts), ours[1]
 
 
+def _incomplete_closes_parts(sdk: Side, ours: Side) -> tuple[Parts, Parts]:
+    if sdk[0].finish_reason in (None, "interrupted") or sdk[0].error_text is not None:
+        return sdk[1], ours[1]
+    return _map(sdk[1], _close_streaming_parts), ours[1]
+
+
 def _truncation_is_an_error(sdk: Side, ours: Side) -> tuple[Parts, Parts]:
     if sdk[0].finish_reason != "interrupted":
         return sdk[1], ours[1]
@@ -160,6 +169,7 @@ NORMALIZERS: dict[str, Normalizer] = {
     "server-tool-error-text": _server_tool_error_text,
     "invalid-tool-input-text": _invalid_tool_input_text,
     "error-closes-parts": _error_closes_parts,
+    "incomplete-closes-parts": _incomplete_closes_parts,
     "truncation-is-an-error": _truncation_is_an_error,
     "unknown-events-forwarded": _unknown_events_forwarded,
     "document-citation-sources": _document_citation_sources,

@@ -13,7 +13,13 @@ from tests.helpers import new_turn
 from translators.core.sse_codec import encode_chunks
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-DIALECTS = ("agent-ops-v2", "anthropic-messages", "open-harness", "openai-chat")
+DIALECTS = (
+    "agent-ops-v2",
+    "anthropic-messages",
+    "open-harness",
+    "openai-chat",
+    "openai-responses",
+)
 RECORDINGS = sorted((d, p) for d in DIALECTS for p in (FIXTURES / d).glob("*.jsonl"))
 IDS = [f"{d}/{p.stem}" for d, p in RECORDINGS]
 

@@ -1,0 +1,246 @@
+"""OpenAI Responses API streaming (dialect ``openai-responses``): the events and the request.
+
+Source: OpenAI's API reference, "Responses" and "Streaming events" (``POST /v1/responses`` with
+``"stream": true`` and ``Authorization: Bearer``). Each SSE ``data:`` is an event object with a
+``type`` and a ``sequence_number``. A response is a list of output *items* (``message``,
+``reasoning``, ``function_call``, ``web_search_call``, …) addressed by ``output_index``; each is
+announced by ``response.output_item.added``, filled by its own delta events (which name it by
+``item_id``), and settled by ``response.output_item.done`` carrying the whole item. The stream
+ends with ``response.completed``, ``response.incomplete`` or ``response.failed``; an ``error``
+event may come instead.
+
+Mapping (translator: ``translators/dialects/openai_responses.py``), decisions and reasons:
+
+====================================  ============================================================
+upstream                              UI chunks
+====================================  ============================================================
+``response.created``                  ``start`` (``messageMetadata {model}``), ``start-step``
+``message`` item                      a text part per item: ``text-start`` with
+                                      ``providerMetadata {openai: {itemId}}``,
+                                      ``output_text.delta`` → ``text-delta``, at the item's end
+                                      ``text-end`` with ``{itemId, annotations?}`` and, for ai 7,
+                                      ``citations`` from the annotations
+``refusal.delta``                     text into the same part (the refusal is the answer the user
+                                      should read); the finish reason becomes ``content-filter``
+``reasoning`` item                    a reasoning part per summary part (``reasoning_summary_*``),
+                                      or one empty part when the item has no summary, so that
+                                      its ``encrypted_content`` (requested with ``include:
+                                      ["reasoning.encrypted_content"]``) rides in
+                                      ``providerMetadata {openai: {itemId,
+                                      reasoningEncryptedContent}}`` (``null`` without it, as
+                                      the AI SDK has it) and goes back next turn;
+                                      ``reasoning_text.delta`` (raw reasoning) as text of the part
+``function_call`` item                ``tool-input-start``; ``function_call_arguments.delta`` →
+                                      ``tool-input-delta``; at the item's end
+                                      ``tool-input-available`` (the item's full ``arguments``,
+                                      ``providerMetadata {openai: {itemId}}``) or
+                                      ``tool-input-error`` when not JSON
+``web_search_call`` item              a ``providerExecuted`` tool call named ``web_search`` with
+                                      input ``{}``; at its end ``tool-output-available`` with
+                                      ``{action, sources?}`` (the AI SDK's shape) and a
+                                      ``source-url`` per ``action.sources`` URL; a status other
+                                      than ``completed`` → ``tool-output-error``
+other ``*_call`` items                a ``providerExecuted`` tool call named after the item type
+(``file_search_call``,                (``file_search``, ``code_interpreter``…); at its end the
+``code_interpreter_call``…)           item's fields (without ``id``/``type``) as the output
+``url_citation`` annotations          ``source-url`` parts at the end of the response, unless the
+                                      web search already listed its sources (as the AI SDK does);
+                                      file citations → ``source-document`` at once
+``response.completed`` /              open parts end, ``finish-step``, ``finish`` with the reason
+``response.incomplete``               from :data:`INCOMPLETE_REASONS` (``tool-calls`` after a
+                                      function call, ``content-filter`` after a refusal, else
+                                      ``stop``), ``messageMetadata {model, responseId, usage,
+                                      incompleteReason?}``
+``response.failed``, ``error``        ``error`` with OpenAI's message (code prefixed), the closing
+                                      discipline for open parts and calls
+``response.in_progress``, ``*.done``  nothing (the deltas and the item events carry everything)
+/ ``*.added`` of content parts,
+``web_search_call.searching`` …
+other event types and item types      the unknown-event policy (``data-<type>``)
+====================================  ============================================================
+
+Requests (:func:`input_from_ui`): the ``UIMessage`` history becomes ``input`` items; system
+messages join the configured ``instructions``. User text, images (``input_image`` with the data
+URL or http URL) and other files (``input_file``: ``file_data`` for data URLs, ``file_url``
+else); assistant text as an assistant message; reasoning parts that carry
+``reasoningEncryptedContent`` as ``reasoning`` items (others are not sent: without
+``store`` the API cannot resolve a bare item id); the app's tool calls as ``function_call`` +
+``function_call_output`` items (errors and denials as the output text); provider-executed calls
+are not sent back (the model sees their effect in the text that followed). Calls without an
+answer yet are left out.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import orjson
+
+__all__ = [
+    "AI_SDK_DIFFERENCES",
+    "DEFAULT_PATH",
+    "INCOMPLETE_REASONS",
+    "USAGE_FIELDS",
+    "input_from_ui",
+    "web_search_output",
+]
+
+DEFAULT_PATH: Final = "/v1/responses"
+
+#: ``incomplete_details.reason`` → finishReason (the raw reason stays in ``incompleteReason``).
+INCOMPLETE_REASONS: Final[dict[str, str]] = {
+    "max_output_tokens": "length",
+    "content_filter": "content-filter",
+}
+
+#: OpenAI ``usage`` → ``finish.messageMetadata.usage`` (our name → the path of its field).
+USAGE_FIELDS: Final[dict[str, tuple[str, ...]]] = {
+    "inputTokens": ("input_tokens",),
+    "outputTokens": ("output_tokens",),
+    "totalTokens": ("total_tokens",),
+    "cachedInputTokens": ("input_tokens_details", "cached_tokens"),
+    "reasoningTokens": ("output_tokens_details", "reasoning_tokens"),
+}
+
+#: Where chunkbridge and ``@ai-sdk/openai`` (Responses) + ``streamText`` + ``toUIMessageStream``
+#: end with different ``UIMessage``\\s for the same stream (tests/test_provider_differential.py).
+AI_SDK_DIFFERENCES: Final[dict[str, str]] = {
+    "error-closes-parts": "`response.failed` or an `error` event mid-stream: the AI SDK leaves "
+    "the open text part `streaming` forever; we end open parts before the `error` chunk (the "
+    "closing discipline), and the error text keeps OpenAI's code (`server_error: …`).",
+    "incomplete-closes-parts": "`response.incomplete` (content filter, max tokens) before the "
+    "message item's `output_item.done`: the AI SDK finishes but leaves the text part "
+    "`streaming`; we end it, as the response is over.",
+    "invalid-tool-input-text": "arguments that are not JSON: both end the call in `output-error` "
+    "with the raw text as input; the wording of `errorText` differs.",
+    "truncation-is-an-error": "the body ends without `response.completed`: the AI SDK finishes "
+    "with `interrupted` and leaves parts `streaming` / `input-streaming`; we end the parts, "
+    "settle half-streamed calls as `output-error`, and send an `error` chunk that says the "
+    "answer was cut off.",
+}
+
+
+def web_search_output(action: Any) -> dict[str, Any]:
+    """A ``web_search_call``'s ``action`` in the AI SDK's output shape."""
+    if not isinstance(action, dict):
+        return {}
+    kind = action.get("type")
+    if kind == "search":
+        out: dict[str, Any] = {"action": {"type": "search"}}
+        if action.get("query") is not None:
+            out["action"]["query"] = action["query"]
+        if action.get("queries") is not None:
+            out["action"]["queries"] = action["queries"]
+        if action.get("sources") is not None:
+            out["sources"] = action["sources"]
+        return out
+    if kind == "open_page":
+        return {"action": {"type": "openPage", "url": action.get("url")}}
+    if kind == "find_in_page":
+        return {
+            "action": {
+                "type": "findInPage",
+                "url": action.get("url"),
+                "pattern": action.get("pattern"),
+            }
+        }
+    return {"action": action}
+
+
+# -- requests ------------------------------------------------------------------------------------
+
+
+def _user_content(parts: list[Any]) -> list[dict[str, Any]]:
+    content: list[dict[str, Any]] = []
+    for part in parts:
+        kind = getattr(part, "type", None)
+        if kind == "text" and part.text:
+            content.append({"type": "input_text", "text": part.text})
+        elif kind == "file" and part.mediaType.startswith("image/"):
+            content.append({"type": "input_image", "image_url": part.url, "detail": "auto"})
+        elif kind == "file":
+            if part.url.startswith("data:"):
+                content.append(
+                    {
+                        "type": "input_file",
+                        "file_data": part.url,
+                        "filename": part.filename or "file",
+                    }
+                )
+            else:
+                content.append({"type": "input_file", "file_url": part.url})
+    return content
+
+
+def _output_text(output: Any) -> str:
+    return output if isinstance(output, str) else orjson.dumps(output).decode()
+
+
+def _assistant_step(parts: list[Any]) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    texts: list[str] = []
+
+    def flush_text() -> None:
+        if texts:
+            items.append({"role": "assistant", "content": "".join(texts)})
+            texts.clear()
+
+    for part in parts:
+        kind = getattr(part, "type", None)
+        if kind == "text":
+            if part.text:
+                texts.append(part.text)
+            continue
+        if kind == "reasoning":
+            meta = (part.providerMetadata or {}).get("openai") or {}
+            encrypted = meta.get("reasoningEncryptedContent")
+            if isinstance(encrypted, str) and isinstance(meta.get("itemId"), str):
+                flush_text()
+                summary = [{"type": "summary_text", "text": part.text}] if part.text else []
+                items.append(
+                    {
+                        "type": "reasoning",
+                        "id": meta["itemId"],
+                        "encrypted_content": encrypted,
+                        "summary": summary,
+                    }
+                )
+            continue
+        if not hasattr(part, "toolCallId") or part.providerExecuted:
+            continue
+        if part.state not in ("output-available", "output-error", "output-denied"):
+            continue  # no answer yet
+        flush_text()
+        arguments = orjson.dumps(part.input if part.input is not None else {}).decode()
+        items.append(
+            {
+                "type": "function_call",
+                "call_id": part.toolCallId,
+                "name": part.tool_name,
+                "arguments": arguments,
+            }
+        )
+        if part.state == "output-available":
+            output = _output_text(part.output)
+        else:
+            output = part.errorText or "The user denied this tool call."
+        items.append({"type": "function_call_output", "call_id": part.toolCallId, "output": output})
+    flush_text()
+    return items
+
+
+def input_from_ui(messages: list[Any], steps: Any) -> list[dict[str, Any]]:
+    """``UIMessage`` history → Responses ``input`` items (see the module docstring).
+    ``steps(message)`` cuts an assistant message at ``step-start``."""
+    items: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "system":
+            continue  # joined into the instructions
+        if message.role == "user":
+            content = _user_content(message.parts)
+            if content:
+                items.append({"role": "user", "content": content})
+            continue
+        for step in steps(message):
+            items.extend(_assistant_step(step))
+    return items

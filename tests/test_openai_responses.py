@@ -1,0 +1,264 @@
+"""openai-responses: the request built from the UIMessage history, what the recordings do not show,
+and the live path in front of a fake Responses API."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from protocol_specs.chat_request import ChatRequest
+from tests.gateway_harness import http_upstream, post, running_gateway, sse_response, user_body
+from tests.helpers import decode_sse, new_turn, of_type, text_of
+from translators.dialects.openai_responses import (
+    DIALECT,
+    OpenAIResponsesSettings,
+    request_body,
+)
+from translators.kit import TurnInput
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "openai-responses"
+
+
+def turn_input(messages: list[dict[str, Any]], **settings: Any) -> TurnInput:
+    request = ChatRequest.model_validate({"id": "c1", "messages": messages, "model": "gpt-x"})
+    return TurnInput(request, "s1", "run-1", OpenAIResponsesSettings(**settings))
+
+
+def text(value: str) -> dict[str, Any]:
+    return {"type": "text", "text": value}
+
+
+HISTORY = [
+    {"id": "s0", "role": "system", "parts": [text("Answer in French.")]},
+    {
+        "id": "u0",
+        "role": "user",
+        "parts": [
+            text("Describe these."),
+            {"type": "file", "mediaType": "image/png", "url": "https://example.com/cat.png"},
+            {
+                "type": "file",
+                "mediaType": "application/pdf",
+                "url": "data:application/pdf;base64,JVBERi0=",
+                "filename": "a.pdf",
+            },
+        ],
+    },
+    {
+        "id": "a0",
+        "role": "assistant",
+        "parts": [
+            {"type": "step-start"},
+            {
+                "type": "reasoning",
+                "text": "Look first.",
+                "providerMetadata": {
+                    "openai": {"itemId": "rs_1", "reasoningEncryptedContent": "gAAA"}
+                },
+            },
+            {
+                "type": "reasoning",
+                "text": "no encrypted content: not sent",
+                "providerMetadata": {
+                    "openai": {"itemId": "rs_2", "reasoningEncryptedContent": None}
+                },
+            },
+            text("Let me check."),
+            {
+                "type": "tool-lookup",
+                "toolCallId": "call_1",
+                "state": "output-available",
+                "input": {"q": "cat"},
+                "output": {"hits": 2},
+            },
+            {
+                "type": "tool-web_search",
+                "toolCallId": "ws_1",
+                "state": "output-available",
+                "providerExecuted": True,
+                "input": {},
+                "output": {"action": {"type": "search"}},
+            },
+            {
+                "type": "dynamic-tool",
+                "toolName": "fail",
+                "toolCallId": "call_2",
+                "state": "output-error",
+                "input": {},
+                "errorText": "boom",
+            },
+            {"type": "step-start"},
+            text("A cat."),
+        ],
+    },
+    {"id": "u1", "role": "user", "parts": [text("Thanks!")]},
+]
+
+
+def test_the_request_carries_the_whole_history_as_input_items() -> None:
+    body = request_body(turn_input(HISTORY, system="Be brief.", max_output_tokens=300))
+    assert body["model"] == "gpt-5-mini" and body["stream"] is True
+    assert body["instructions"] == "Be brief.\n\nAnswer in French."
+    assert body["max_output_tokens"] == 300
+    assert body["input"] == [
+        {
+            "role": "user",
+            "content": [
+                {"type": "input_text", "text": "Describe these."},
+                {
+                    "type": "input_image",
+                    "image_url": "https://example.com/cat.png",
+                    "detail": "auto",
+                },
+                {
+                    "type": "input_file",
+                    "file_data": "data:application/pdf;base64,JVBERi0=",
+                    "filename": "a.pdf",
+                },
+            ],
+        },
+        {
+            "type": "reasoning",
+            "id": "rs_1",
+            "encrypted_content": "gAAA",
+            "summary": [{"type": "summary_text", "text": "Look first."}],
+        },
+        {"role": "assistant", "content": "Let me check."},
+        {
+            "type": "function_call",
+            "call_id": "call_1",
+            "name": "lookup",
+            "arguments": '{"q":"cat"}',
+        },
+        {"type": "function_call_output", "call_id": "call_1", "output": '{"hits":2}'},
+        {"type": "function_call", "call_id": "call_2", "name": "fail", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "call_2", "output": "boom"},
+        {"role": "assistant", "content": "A cat."},
+        {"role": "user", "content": [{"type": "input_text", "text": "Thanks!"}]},
+    ]
+
+
+def test_tools_options_overrides_and_headers() -> None:
+    settings = {
+        "api_key": "sk-live",
+        "organization": "org-1",
+        "tools": {
+            "get_weather": {"description": "Weather", "input_schema": {"type": "object"}},
+            "web": {"type": "web_search"},
+        },
+        "options": {"store": False, "include": ["reasoning.encrypted_content"]},
+        "body_overrides": ["model"],
+    }
+    turn = turn_input([{"id": "u", "role": "user", "parts": [text("hi")]}], **settings)
+    body = request_body(turn)
+    assert body["tools"] == [
+        {
+            "type": "function",
+            "name": "get_weather",
+            "parameters": {"type": "object"},
+            "description": "Weather",
+        },
+        {"type": "web_search"},
+    ]
+    assert body["store"] is False and body["include"] == ["reasoning.encrypted_content"]
+    assert body["model"] == "gpt-x"  # allowed override from the request body
+    assert DIALECT.http is not None
+    request = DIALECT.http.request(turn)
+    assert request.path == "/v1/responses"
+    assert request.headers == {"authorization": "Bearer sk-live", "openai-organization": "org-1"}
+
+
+def test_summary_parts_open_and_close_in_order_and_progress_events_say_nothing() -> None:
+    turn = new_turn("openai-responses")
+    item = {"id": "rs", "type": "reasoning", "summary": [], "encrypted_content": "E"}
+    frames = [
+        {"type": "response.created", "response": {"id": "r", "model": "m"}},
+        {"type": "response.output_item.added", "output_index": 0, "item": item},
+        {
+            "type": "response.reasoning_summary_text.delta",
+            "item_id": "rs",
+            "summary_index": 0,
+            "delta": "a",
+        },
+        {"type": "response.reasoning_summary_part.added", "item_id": "rs", "summary_index": 1},
+        {
+            "type": "response.reasoning_summary_text.delta",
+            "item_id": "rs",
+            "summary_index": 1,
+            "delta": "b",
+        },
+        {"type": "response.file_search_call.searching", "item_id": "x", "output_index": 1},
+        {"type": "response.output_item.done", "output_index": 0, "item": item},
+        {"type": "response.completed", "response": {"id": "r", "usage": {"input_tokens": 1}}},
+    ]
+    chunks = [c for f in frames for c in turn.feed(f)]
+    ends = of_type(chunks, "reasoning-end")
+    assert [e["providerMetadata"]["openai"] for e in ends] == [
+        {"itemId": "rs"},
+        {"itemId": "rs", "reasoningEncryptedContent": "E"},
+    ]
+    assert not of_type(chunks, "data-response.file_search_call.searching")
+    assert chunks[-1]["messageMetadata"]["usage"] == {"inputTokens": 1}
+
+
+# -- live ----------------------------------------------------------------------------------------
+
+
+class FakeResponses:
+    def __init__(self, failures: list[int], recording: str = "function-call-streamed") -> None:
+        self.failures = list(failures)
+        self.requests: list[dict[str, Any]] = []
+        self.auth: list[str | None] = []
+        self.frames = (FIXTURES / f"{recording}.jsonl").read_text().splitlines()
+
+    async def responses(self, request: Request) -> Response:
+        self.requests.append(orjson.loads(await request.body()))
+        self.auth.append(request.headers.get("authorization"))
+        if self.failures:
+            status = self.failures.pop(0)
+            error = {"error": {"message": "Rate limit reached", "code": "rate_limit_exceeded"}}
+            return JSONResponse(error, status, {"retry-after": "0"})
+        return sse_response([f.encode() for f in self.frames], 0.001)
+
+
+@pytest.mark.asyncio
+async def test_serves_a_turn_retrying_rate_limits(real_clients) -> None:
+    fake = FakeResponses(failures=[429, 500])
+    settings = {"api_key": "sk-live", "model": "gpt-test"}
+    async with (
+        http_upstream("/v1/responses", fake.responses) as base,
+        running_gateway(
+            upstream=base,
+            dialect="openai-responses",
+            dialect_settings={"openai-responses": settings},
+        ) as (gw, _),
+    ):
+        response = await post(gw, "s", user_body("Weather in Paris?"))
+    assert response.status_code == 200, response.text
+    assert len(fake.requests) == 3 and fake.auth[-1] == "Bearer sk-live"
+    assert fake.requests[-1]["input"] == [
+        {"role": "user", "content": [{"type": "input_text", "text": "Weather in Paris?"}]}
+    ]
+    chunks = decode_sse(response.content)
+    assert text_of(chunks) == ""
+    for major, verdict in real_clients.check(response.content).items():
+        assert verdict.ok and verdict.finish_reason == "tool-calls", major
+        (call,) = verdict.parts("tool-get_weather")
+        assert call["input"] == {"location": "Paris, France", "unit": "celsius"}, major
+
+
+@pytest.mark.asyncio
+async def test_a_refused_request_ends_with_openais_message() -> None:
+    fake = FakeResponses(failures=[400])
+    async with (
+        http_upstream("/v1/responses", fake.responses) as base,
+        running_gateway(upstream=base, dialect="openai-responses") as (gw, _),
+    ):
+        response = await post(gw, "s")
+    chunks = decode_sse(response.content)
+    assert of_type(chunks, "error")[0]["errorText"] == "rate_limit_exceeded: Rate limit reached"

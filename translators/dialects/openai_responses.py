@@ -1,0 +1,532 @@
+"""The ``openai-responses`` dialect: OpenAI's Responses API, streamed over HTTP SSE.
+
+Events → UI chunks (mapping and reasons: ``protocol_specs/openai_responses.py``), and the
+request: ``POST {upstream}/v1/responses`` with ``stream: true``, built from the ``UIMessage``
+history, the deployment's model, instructions, tools and options.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import orjson
+from pydantic import Field
+
+from protocol_specs import openai_responses as spec
+from protocol_specs.openai_responses import INCOMPLETE_REASONS, USAGE_FIELDS
+from translators.kit import (
+    Chunk,
+    CloseReason,
+    CloseRequest,
+    DemoStep,
+    Dialect,
+    HttpRequest,
+    HttpSseContract,
+    IndexedParts,
+    Item,
+    Pause,
+    RequestRejected,
+    StreamedToolCalls,
+    Translator,
+    TranslatorOptions,
+    TurnInput,
+    error_message,
+    require_dict,
+    require_str,
+    usage_metadata,
+)
+from translators.kit.provider import ProviderSettings, apply_overrides, steps_of, system_prompt
+
+__all__ = ["DIALECT", "OpenAIResponsesSettings", "OpenAIResponsesTranslator"]
+
+_PROVIDER = "openai"
+_PROGRESS = "progress"
+#: Status events of provider-run tools (``response.web_search_call.searching``…): nothing to show.
+_PROGRESS_SUFFIXES = (".in_progress", ".searching", ".completed", ".interpreting", ".generating")
+
+
+class OpenAIResponsesTranslator(Translator):
+    HANDLERS = {
+        "response.created": "_on_created",
+        "response.output_item.added": "_on_item_added",
+        "response.output_item.done": "_on_item_done",
+        "response.output_text.delta": "_on_text_delta",
+        "response.refusal.delta": "_on_refusal_delta",
+        "response.output_text.annotation.added": "_on_annotation",
+        "response.reasoning_summary_part.added": "_on_summary_part",
+        "response.reasoning_summary_text.delta": "_on_reasoning_delta",
+        "response.reasoning_text.delta": "_on_reasoning_delta",
+        "response.function_call_arguments.delta": "_on_arguments_delta",
+        "response.completed": "_on_finished",
+        "response.incomplete": "_on_finished",
+        "response.failed": "_on_failed",
+        "error": "_on_error",
+        # Events whose content the deltas and the item events already carried.
+        "response.in_progress": "_on_nothing",
+        "response.queued": "_on_nothing",
+        "response.content_part.added": "_on_nothing",
+        "response.content_part.done": "_on_nothing",
+        "response.output_text.done": "_on_nothing",
+        "response.refusal.done": "_on_nothing",
+        "response.reasoning_summary_text.done": "_on_nothing",
+        "response.reasoning_summary_part.done": "_on_nothing",
+        "response.reasoning_text.done": "_on_nothing",
+        "response.function_call_arguments.done": "_on_nothing",
+        _PROGRESS: "_on_nothing",
+    }
+
+    def __init__(self, options: TranslatorOptions | None = None) -> None:
+        super().__init__(options)
+        self._parts = IndexedParts(self.ids)
+        self._tools = StreamedToolCalls(self.ids, self.tool_flags())
+        #: item id → its type, for the items under way.
+        self._items: dict[str, str] = {}
+        #: reasoning item id → the summary indexes whose part is open.
+        self._summaries: dict[str, list[int]] = {}
+        self._annotations: dict[str, list[dict[str, Any]]] = {}
+        self._url_citations: list[dict[str, Any]] = []
+        #: function calls whose arguments came as deltas (else the item's own ``arguments``).
+        self._streamed: set[str] = set()
+        self._search_sources = False
+        self._function_call = False
+        self._refusal = False
+        self._started = False
+        self._metadata: dict[str, Any] = {}
+
+    def event_type(self, event: dict[str, Any]) -> str | None:
+        kind = event.get("type")
+        if not isinstance(kind, str):
+            return None
+        if kind.endswith(_PROGRESS_SUFFIXES) and "_call" in kind:
+            return _PROGRESS
+        return kind
+
+    # -- response --------------------------------------------------------------------------------
+
+    def _begin(self, model: Any = None) -> list[Chunk]:
+        if self._started:
+            return []
+        self._started = True
+        start: Chunk = {"type": "start"}
+        if isinstance(model, str) and model:
+            self._metadata["model"] = model
+            start["messageMetadata"] = {"model": model}
+        return [start, {"type": "start-step"}]
+
+    def _on_created(self, event: dict[str, Any]) -> Sequence[Item]:
+        response = require_dict(event.get("response"), "'response'")
+        if isinstance(response.get("id"), str):
+            self._metadata["responseId"] = response["id"]
+        return self._begin(response.get("model"))
+
+    def _on_nothing(self, event: dict[str, Any]) -> Sequence[Item]:
+        self.stats["no-content-event"] += 1
+        return []
+
+    def _on_finished(self, event: dict[str, Any]) -> Sequence[Item]:
+        response = require_dict(event.get("response"), "'response'")
+        out: list[Item] = [*self._begin(response.get("model"))]
+        out += self._parts.end_all()
+        out += self._tools.complete()
+        if not self._search_sources:
+            for annotation in self._url_citations:
+                out.append(self._url_source(annotation))
+        out.append({"type": "finish-step"})
+        details = response.get("incomplete_details")
+        reason = details.get("reason") if isinstance(details, dict) else None
+        if reason is None:
+            finish = "tool-calls" if self._function_call else "stop"
+            if not self._function_call and self._refusal:
+                finish = "content-filter"
+        else:
+            default = "tool-calls" if self._function_call else "other"
+            finish = INCOMPLETE_REASONS.get(reason, default)
+            self._metadata["incompleteReason"] = reason
+        usage = usage_metadata(response.get("usage"), USAGE_FIELDS)
+        if usage:
+            self._metadata["usage"] = usage
+        out.append(
+            CloseRequest(
+                CloseReason.COMPLETED, finish_reason=finish, message_metadata=self._metadata
+            )
+        )
+        return out
+
+    def _on_failed(self, event: dict[str, Any]) -> Sequence[Item]:
+        response = event.get("response")
+        error = response.get("error") if isinstance(response, dict) else None
+        return [CloseRequest(CloseReason.UPSTREAM_ERROR, _error_text(error))]
+
+    def _on_error(self, event: dict[str, Any]) -> Sequence[Item]:
+        return [CloseRequest(CloseReason.UPSTREAM_ERROR, _error_text(event.get("error", event)))]
+
+    # -- items -----------------------------------------------------------------------------------
+
+    def _on_item_added(self, event: dict[str, Any]) -> Sequence[Item]:
+        item = require_dict(event.get("item"), "'item'")
+        kind = require_str(item, "type")
+        item_id = require_str(item, "id")
+        out: list[Item] = [*self._begin()]
+        if kind == "message":
+            self._items[item_id] = kind
+            meta = {_PROVIDER: {"itemId": item_id}}
+            out += self._parts.start(item_id, "text", meta)
+        elif kind == "reasoning":
+            self._items[item_id] = kind
+            self._summaries[item_id] = [0]
+            meta = {_PROVIDER: {"itemId": item_id}}
+            out += self._parts.start((item_id, 0), "reasoning", meta)
+        elif kind == "function_call":
+            self._items[item_id] = kind
+            arguments = item.get("arguments")
+            if isinstance(arguments, str) and arguments:
+                self._streamed.add(item_id)
+            out += self._tools.delta(
+                item_id,
+                call_id=require_str(item, "call_id"),
+                name=require_str(item, "name"),
+                arguments=arguments if isinstance(arguments, str) and arguments else None,
+            )
+        elif kind.endswith("_call"):
+            self._items[item_id] = kind
+            flags = self.tool_flags(providerExecuted=True)
+            name = kind.removesuffix("_call")
+            base = {"toolCallId": item_id, "toolName": name, **flags}
+            out.append({"type": "tool-input-start", **base})
+            out.append({"type": "tool-input-available", **base, "input": {}})
+        else:
+            return [*out, *self.unknown(kind, item)]
+        return out
+
+    def _on_item_done(self, event: dict[str, Any]) -> Sequence[Item]:
+        item = require_dict(event.get("item"), "'item'")
+        item_id = require_str(item, "id")
+        kind = self._items.pop(item_id, None)
+        if kind == "message":
+            return self._end_message(item_id)
+        if kind == "reasoning":
+            # The key is there even when null (no ``include``): the AI SDK's shape, which apps
+            # and convertToModelMessages read.
+            encrypted = item.get("encrypted_content")
+            meta: dict[str, Any] = {
+                "itemId": item_id,
+                "reasoningEncryptedContent": encrypted if isinstance(encrypted, str) else None,
+            }
+            out: list[Chunk] = []
+            for index in self._summaries.pop(item_id, []):
+                out += self._parts.end((item_id, index), {_PROVIDER: meta})
+            return out
+        if kind == "function_call":
+            self._function_call = True
+            arguments = item.get("arguments")
+            out = []
+            if isinstance(arguments, str) and item_id not in self._streamed:
+                out += self._tools.delta(item_id, arguments=arguments)
+            done = self._tools.complete(item_id)
+            for chunk in done:
+                chunk["providerMetadata"] = {_PROVIDER: {"itemId": item_id}}
+            return [*out, *done]
+        if kind is not None and kind.endswith("_call"):
+            return self._provider_tool_done(kind, item_id, item)
+        return []
+
+    def _end_message(self, item_id: str) -> list[Chunk]:
+        meta: dict[str, Any] = {"itemId": item_id}
+        annotations = self._annotations.pop(item_id, None)
+        if annotations:
+            meta["annotations"] = annotations
+        out = self._parts.end(item_id, {_PROVIDER: meta})
+        citations = [_citation(a) for a in annotations or () if a.get("type") != "file_path"]
+        if out and citations:  # for ai 7 targets; gated away for 5 and 6
+            out[-1]["citations"] = citations
+        return out
+
+    def _provider_tool_done(self, kind: str, item_id: str, item: dict[str, Any]) -> list[Chunk]:
+        flags = self.tool_flags(providerExecuted=True)
+        status = item.get("status")
+        if status not in (None, "completed"):
+            text = f"{kind} ended with status {status}"
+            return [
+                {"type": "tool-output-error", "toolCallId": item_id, "errorText": text, **flags}
+            ]
+        if kind == "web_search_call":
+            action = item.get("action")
+            output: Any = spec.web_search_output(action)
+            out: list[Chunk] = [
+                {"type": "tool-output-available", "toolCallId": item_id, "output": output, **flags}
+            ]
+            sources = action.get("sources") if isinstance(action, dict) else None
+            for source in sources if isinstance(sources, list) else ():
+                if isinstance(source, dict) and isinstance(source.get("url"), str):
+                    self._search_sources = True
+                    out.append(
+                        {"type": "source-url", "sourceId": self.ids("source"), "url": source["url"]}
+                    )
+            return out
+        output = {k: v for k, v in item.items() if k not in ("id", "type")}
+        return [{"type": "tool-output-available", "toolCallId": item_id, "output": output, **flags}]
+
+    # -- deltas ----------------------------------------------------------------------------------
+
+    def _on_text_delta(self, event: dict[str, Any]) -> Sequence[Item]:
+        return self._parts.delta(require_str(event, "item_id"), "text", require_str(event, "delta"))
+
+    def _on_refusal_delta(self, event: dict[str, Any]) -> Sequence[Item]:
+        self._refusal = True
+        return self._on_text_delta(event)
+
+    def _on_annotation(self, event: dict[str, Any]) -> Sequence[Item]:
+        item_id = require_str(event, "item_id")
+        annotation = require_dict(event.get("annotation"), "'annotation'")
+        self._annotations.setdefault(item_id, []).append(annotation)
+        kind = annotation.get("type")
+        if kind == "url_citation":
+            self._url_citations.append(annotation)
+            return []
+        if kind in ("file_citation", "container_file_citation", "file_path"):
+            return [self._document_source(annotation)]
+        return []
+
+    def _on_summary_part(self, event: dict[str, Any]) -> Sequence[Item]:
+        item_id = require_str(event, "item_id")
+        index = event.get("summary_index")
+        open_indexes = self._summaries.get(item_id)
+        if type(index) is not int or open_indexes is None or index in open_indexes:
+            return []
+        out: list[Chunk] = []
+        for previous in open_indexes:
+            out += self._parts.end((item_id, previous), {_PROVIDER: {"itemId": item_id}})
+        self._summaries[item_id] = [index]
+        out += self._parts.start((item_id, index), "reasoning", {_PROVIDER: {"itemId": item_id}})
+        return out
+
+    def _on_reasoning_delta(self, event: dict[str, Any]) -> Sequence[Item]:
+        item_id = require_str(event, "item_id")
+        index = event.get("summary_index", 0)
+        key = (item_id, index if type(index) is int else 0)
+        if self._parts.part_id(key) is None:  # a delta for a summary part never announced
+            self._summaries.setdefault(item_id, []).append(key[1])
+        return self._parts.delta(key, "reasoning", require_str(event, "delta"))
+
+    def _on_arguments_delta(self, event: dict[str, Any]) -> Sequence[Item]:
+        item_id = require_str(event, "item_id")
+        self._streamed.add(item_id)
+        return self._tools.delta(item_id, arguments=require_str(event, "delta"))
+
+    # -- sources ---------------------------------------------------------------------------------
+
+    def _url_source(self, annotation: dict[str, Any]) -> Chunk:
+        chunk: Chunk = {
+            "type": "source-url",
+            "sourceId": self.ids("source"),
+            "url": annotation.get("url", ""),
+        }
+        if isinstance(annotation.get("title"), str):
+            chunk["title"] = annotation["title"]
+        return chunk
+
+    def _document_source(self, annotation: dict[str, Any]) -> Chunk:
+        return {"type": "source-document", "sourceId": self.ids("source"), **_document(annotation)}
+
+
+def _document(annotation: dict[str, Any]) -> dict[str, Any]:
+    kind = annotation.get("type")
+    name = annotation.get("file_id") if kind == "file_path" else annotation.get("filename")
+    name = name if isinstance(name, str) and name else str(annotation.get("file_id", "file"))
+    meta: dict[str, Any] = {"type": kind, "fileId": annotation.get("file_id")}
+    if kind == "container_file_citation":
+        meta["containerId"] = annotation.get("container_id")
+    else:
+        meta["index"] = annotation.get("index")
+    return {
+        "mediaType": "application/octet-stream" if kind == "file_path" else "text/plain",
+        "title": name,
+        "filename": name,
+        "providerMetadata": {_PROVIDER: meta},
+    }
+
+
+def _citation(annotation: dict[str, Any]) -> dict[str, Any]:
+    """One ``text-end.citations`` item (ai 7), as the AI SDK builds it."""
+    if annotation.get("type") == "url_citation":
+        source: dict[str, Any] = {
+            "type": "source",
+            "sourceType": "url",
+            "id": annotation.get("url", ""),
+            "url": annotation.get("url", ""),
+        }
+        if isinstance(annotation.get("title"), str):
+            source["title"] = annotation["title"]
+    else:
+        source = {
+            "type": "source",
+            "sourceType": "document",
+            "id": str(annotation.get("file_id", "")),
+            **_document(annotation),
+        }
+    out: dict[str, Any] = {"source": source}
+    if type(annotation.get("start_index")) is int:
+        out["startIndex"] = annotation["start_index"]
+        out["endIndex"] = annotation.get("end_index")
+    return out
+
+
+def _error_text(error: Any) -> str:
+    text = error_message(error, "The model provider reported an error.")
+    code = error.get("code") if isinstance(error, dict) else None
+    return f"{code}: {text}" if isinstance(code, str) and code and code not in text else text
+
+
+# -- the upstream contract -----------------------------------------------------------------------
+
+
+class OpenAIResponsesSettings(ProviderSettings):
+    """Settings of the ``openai-responses`` dialect (``[openai-responses]`` in TOML)."""
+
+    model: str = Field("gpt-5-mini", description="the model to request")
+    path: str = Field(spec.DEFAULT_PATH, description="path of the Responses endpoint")
+    organization: str | None = Field(None, description="the OpenAI-Organization header")
+
+
+def _tools(settings: OpenAIResponsesSettings) -> list[dict[str, Any]]:
+    tools = []
+    for name, definition in settings.tools.items():
+        if "type" in definition:  # a built-in tool (web_search, file_search…), sent as configured
+            tools.append(dict(definition))
+            continue
+        tool: dict[str, Any] = {
+            "type": "function",
+            "name": name,
+            "parameters": definition.get("input_schema") or {"type": "object"},
+        }
+        if definition.get("description"):
+            tool["description"] = definition["description"]
+        tools.append(tool)
+    return tools
+
+
+def request_body(turn: TurnInput) -> dict[str, Any]:
+    settings: OpenAIResponsesSettings = turn.settings or OpenAIResponsesSettings()
+    messages = turn.request.messages
+    items = spec.input_from_ui(messages, steps_of)
+    if not items:
+        raise RequestRejected("The request has no message to send.")
+    body: dict[str, Any] = {"model": settings.model, "stream": True}
+    instructions = system_prompt(settings, messages)
+    if instructions:
+        body["instructions"] = instructions
+    body["input"] = items
+    if settings.max_output_tokens:
+        body["max_output_tokens"] = settings.max_output_tokens
+    tools = _tools(settings)
+    if tools:
+        body["tools"] = tools
+    body.update(settings.options)
+    return apply_overrides(body, turn, settings.body_overrides)
+
+
+def _request(turn: TurnInput) -> HttpRequest:
+    settings: OpenAIResponsesSettings = turn.settings or OpenAIResponsesSettings()
+    headers = {}
+    if settings.api_key is not None:
+        headers["authorization"] = f"Bearer {settings.api_key.get_secret_value()}"
+    if settings.organization:
+        headers["openai-organization"] = settings.organization
+    return HttpRequest(path=settings.path, body=request_body(turn), headers=headers)
+
+
+def _error_frame(status: int, body: bytes) -> str:
+    """OpenAI's error object as an ``error`` event (its message is what the user should read)."""
+    try:
+        parsed = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        parsed = None
+    if isinstance(parsed, dict) and isinstance(parsed.get("error"), dict):
+        return orjson.dumps({"type": "error", "error": parsed["error"]}).decode()
+    message = f"The model provider refused the request ({status})."
+    return orjson.dumps({"type": "error", "error": {"message": message}}).decode()
+
+
+# -- the demo ------------------------------------------------------------------------------------
+
+
+def _demo(request: dict[str, Any], turn: int, aborted: Any) -> Iterator[DemoStep]:
+    """A reasoning summary and a short answer; a function call when asked for the weather."""
+    text = ""
+    for item in reversed(request.get("input") or []):
+        if item.get("role") == "user":
+            text = " ".join(c.get("text", "") for c in item.get("content", []) if "text" in c)
+            break
+    rid, model = f"resp_demo_{turn}", request.get("model", "demo")
+    response = {"id": rid, "object": "response", "status": "in_progress", "model": model}
+    yield {"type": "response.created", "response": response}
+    reasoning = {"id": f"rs_demo_{turn}", "type": "reasoning", "summary": []}
+    yield {"type": "response.output_item.added", "output_index": 0, "item": reasoning}
+    for piece in ("**Reading the question**\n\n", f"It has {len(text)} characters."):
+        yield Pause(0.05)
+        yield {
+            "type": "response.reasoning_summary_text.delta",
+            "item_id": reasoning["id"],
+            "output_index": 0,
+            "summary_index": 0,
+            "delta": piece,
+        }
+    yield {"type": "response.output_item.done", "output_index": 0, "item": reasoning}
+    message = {"id": f"msg_demo_{turn}", "type": "message", "role": "assistant", "content": []}
+    yield {"type": "response.output_item.added", "output_index": 1, "item": message}
+    words = f"You said: {text}. This answer streams from the demo OpenAI upstream.".split(" ")
+    for word in words:
+        if aborted():
+            return
+        yield Pause(0.04)
+        yield {
+            "type": "response.output_text.delta",
+            "item_id": message["id"],
+            "output_index": 1,
+            "content_index": 0,
+            "delta": word + " ",
+        }
+    yield {"type": "response.output_item.done", "output_index": 1, "item": message}
+    if "weather" in text.lower():
+        call = {
+            "id": f"fc_demo_{turn}",
+            "type": "function_call",
+            "call_id": f"call_demo_{turn}",
+            "name": "get_weather",
+            "arguments": "",
+        }
+        yield {"type": "response.output_item.added", "output_index": 2, "item": call}
+        for piece in ('{"city": ', '"Paris"}'):
+            yield Pause(0.05)
+            yield {
+                "type": "response.function_call_arguments.delta",
+                "item_id": call["id"],
+                "output_index": 2,
+                "delta": piece,
+            }
+        yield {
+            "type": "response.output_item.done",
+            "output_index": 2,
+            "item": {**call, "arguments": '{"city": "Paris"}'},
+        }
+    usage = {
+        "input_tokens": 12 + len(text) // 4,
+        "output_tokens": len(words) + 20,
+        "total_tokens": 32 + len(text) // 4 + len(words),
+    }
+    yield {
+        "type": "response.completed",
+        "response": {**response, "status": "completed", "usage": usage},
+    }
+
+
+DIALECT = Dialect(
+    name="openai-responses",
+    summary="OpenAI Responses API streams (HTTP SSE: POST /v1/responses)",
+    translator=OpenAIResponsesTranslator,
+    http=HttpSseContract(request=_request, error_frame=_error_frame),
+    settings=OpenAIResponsesSettings,
+    spec=spec.__name__,
+    demo=_demo,
+)

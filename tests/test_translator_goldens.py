@@ -16,6 +16,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 DIALECTS = (
     "agent-ops-v2",
     "anthropic-messages",
+    "gemini",
     "open-harness",
     "openai-chat",
     "openai-responses",

@@ -1,0 +1,204 @@
+"""Gemini API streaming (dialect ``gemini``): the chunks and the request.
+
+Source: Google's Gemini API reference, "Generating content" (``POST
+/v1beta/models/{model}:streamGenerateContent?alt=sse`` with ``x-goog-api-key``). Each SSE
+``data:`` is a whole ``GenerateContentResponse``: ``candidates[0].content.parts`` carry the new
+pieces (``text``, ``text`` with ``thought: true``, ``functionCall``, ``executableCode``,
+``codeExecutionResult``, ``inlineData``), ``thoughtSignature`` may sit on any part, the last chunk
+carries ``finishReason`` and ``usageMetadata``, and the body simply ends (there is no terminal
+event). Grounding (Google Search) arrives as ``groundingMetadata`` on the candidate. A refused
+prompt has no candidates and a ``promptFeedback.blockReason``; an error mid-stream is a chunk
+``{"error": {code, message, status}}``.
+
+Mapping (translator: ``translators/dialects/gemini.py``), decisions and reasons:
+
+====================================  ============================================================
+upstream                              UI chunks
+====================================  ============================================================
+first chunk                           ``start`` (``messageMetadata {model}`` from
+                                      ``modelVersion``), ``start-step``
+``text`` parts                        one text part until something else comes (thinking, a tool
+                                      call), as the stream has no block boundaries
+``text`` + ``thought: true``          a reasoning part, likewise
+``thoughtSignature`` on a part        ``providerMetadata {google: {thoughtSignature}}`` on that
+                                      part's delta (text, reasoning) or on the tool call: Gemini
+                                      wants it back on the same part next turn, and the request
+                                      builder sends it; an empty text part that only carries a
+                                      signature becomes an empty part with it
+``functionCall``                      ``tool-input-start`` / ``tool-input-delta`` (the JSON of
+                                      ``args``) / ``tool-input-available``, id from ``id`` or
+                                      generated. Streamed arguments (``partialArgs``, Gemini 3)
+                                      are not supported yet: such parts go to the unknown-event
+                                      policy
+``executableCode`` /                  a ``providerExecuted`` ``code_execution`` tool call (input
+``codeExecutionResult``               ``{language, code}``) and its output ``{outcome, output}``
+``inlineData``                        a ``file`` part (data URL)
+``groundingMetadata.groundingChunks`` ``source-url`` per web (or image / http retrieved-context)
+                                      source, once per URL; other retrieved documents →
+                                      ``source-document``
+``finishReason``                      :data:`FINISH_REASONS`; ``STOP`` after a function call is
+                                      ``tool-calls``; ``MALFORMED_FUNCTION_CALL`` is ``error``
+                                      (the model produced a call it could not encode: there is no
+                                      answer); ``finish`` goes out when the body ends, or at once
+                                      when usage came with the reason, with ``messageMetadata
+                                      {model, usage, finishReason (raw), finishMessage?}``
+``promptFeedback.blockReason``        ``finish`` with ``content-filter`` (the raw reason kept)
+``{"error": …}``                      ``error`` with Google's message (status prefixed), the
+                                      closing discipline
+other part kinds, extra fields        the unknown-event policy as ``data-gemini-part``; extra
+                                      fields are ignored
+====================================  ============================================================
+
+Requests (:func:`contents_from_ui`): the ``UIMessage`` history becomes ``contents`` (roles
+``user`` and ``model``); system messages join ``systemInstruction``. User text and files
+(``inlineData`` from data URLs, ``fileData`` with the URL else); assistant text and reasoning
+with their ``thoughtSignature``; the app's tool calls as ``functionCall`` parts (with their
+signature) followed by a ``user`` turn of ``functionResponse`` parts (errors as
+``{error: …}``). Provider-executed code execution is not sent back; calls without an answer
+yet are left out.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+__all__ = [
+    "AI_SDK_DIFFERENCES",
+    "FINISH_REASONS",
+    "USAGE_FIELDS",
+    "contents_from_ui",
+    "stream_path",
+]
+
+#: Gemini ``finishReason`` → finishReason (the raw reason stays in ``finishReason`` metadata).
+FINISH_REASONS: Final[dict[str, str]] = {
+    "STOP": "stop",
+    "MAX_TOKENS": "length",
+    "SAFETY": "content-filter",
+    "RECITATION": "content-filter",
+    "BLOCKLIST": "content-filter",
+    "PROHIBITED_CONTENT": "content-filter",
+    "SPII": "content-filter",
+    "IMAGE_SAFETY": "content-filter",
+    "MALFORMED_FUNCTION_CALL": "error",
+}
+
+#: Gemini ``usageMetadata`` → ``finish.messageMetadata.usage``.
+USAGE_FIELDS: Final[dict[str, tuple[str, ...]]] = {
+    "inputTokens": ("promptTokenCount",),
+    "outputTokens": ("candidatesTokenCount",),
+    "totalTokens": ("totalTokenCount",),
+    "reasoningTokens": ("thoughtsTokenCount",),
+    "cachedInputTokens": ("cachedContentTokenCount",),
+}
+
+#: Where chunkbridge and ``@ai-sdk/google`` + ``streamText`` + ``toUIMessageStream`` end with
+#: different ``UIMessage``\\s for the same stream (tests/test_provider_differential.py).
+AI_SDK_DIFFERENCES: Final[dict[str, str]] = {
+    "error-closes-parts": "an error chunk mid-stream: the AI SDK leaves the open text part "
+    "`streaming` forever; we end open parts before the `error` chunk (the closing discipline), "
+    "and the error text keeps Google's status (`UNAVAILABLE: …`).",
+    "truncation-is-an-error": "the body ends without a `finishReason`: the AI SDK finishes with "
+    "`interrupted`, which the user cannot tell from a complete answer; we send an `error` chunk "
+    "that says the answer was cut off.",
+    "provider-tools-not-dynamic": "code execution (run by Google): the AI SDK makes it a "
+    "`dynamic-tool` part because the app declared no such tool; we keep `tool-code_execution` "
+    "with `providerExecuted`, as for the other providers' server tools, so an app renders every "
+    "provider-run tool the same way.",
+    "text-split-at-provider-tools": "text after a code execution: the AI SDK appends it to the "
+    "text part from before the tool call (the user reads the result's explanation above the "
+    "code); we end the text part at the tool call and start a new one after it, in stream order.",
+}
+
+
+def stream_path(model: str) -> str:
+    """The streaming endpoint of ``model`` under the API's base URL."""
+    name = model if model.startswith(("models/", "tunedModels/")) else f"models/{model}"
+    return f"/v1beta/{name}:streamGenerateContent?alt=sse"
+
+
+def _signature(metadata: Any) -> str | None:
+    google = (metadata or {}).get("google") if isinstance(metadata, dict) else None
+    value = google.get("thoughtSignature") if isinstance(google, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def _user_parts(parts: list[Any], parse_data_url: Any) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for part in parts:
+        kind = getattr(part, "type", None)
+        if kind == "text" and part.text:
+            out.append({"text": part.text})
+        elif kind == "file":
+            inline = parse_data_url(part.url)
+            if inline is not None:
+                out.append({"inlineData": {"mimeType": inline.media_type, "data": inline.base64}})
+            else:
+                out.append({"fileData": {"mimeType": part.mediaType, "fileUri": part.url}})
+    return out
+
+
+def _model_step(parts: list[Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """One model step: (model parts, function responses for the next user turn)."""
+    content: list[dict[str, Any]] = []
+    responses: list[dict[str, Any]] = []
+    for part in parts:
+        kind = getattr(part, "type", None)
+        if kind in ("text", "reasoning"):
+            signature = _signature(part.providerMetadata)
+            if not part.text and signature is None:
+                continue
+            item: dict[str, Any] = {"text": part.text}
+            if kind == "reasoning":
+                item["thought"] = True
+            if signature is not None:
+                item["thoughtSignature"] = signature
+            content.append(item)
+            continue
+        if not hasattr(part, "toolCallId") or part.providerExecuted:
+            continue
+        if part.state not in ("output-available", "output-error", "output-denied"):
+            continue  # no answer yet
+        name = part.tool_name
+        call: dict[str, Any] = {
+            "functionCall": {
+                "name": name,
+                "args": part.input if isinstance(part.input, dict) else {},
+            }
+        }
+        signature = _signature(getattr(part, "callProviderMetadata", None))
+        if signature is not None:
+            call["thoughtSignature"] = signature
+        content.append(call)
+        if part.state == "output-available":
+            response: Any = {"name": name, "content": part.output}
+        else:
+            response = {"name": name, "error": part.errorText or "The user denied this call."}
+        responses.append({"functionResponse": {"name": name, "response": response}})
+    return content, responses
+
+
+def contents_from_ui(messages: list[Any], steps: Any, parse_data_url: Any) -> list[dict[str, Any]]:
+    """``UIMessage`` history → Gemini ``contents`` (see the module docstring). Consecutive turns
+    of one role are merged."""
+    out: list[dict[str, Any]] = []
+
+    def add(role: str, parts: list[dict[str, Any]]) -> None:
+        if not parts:
+            return
+        if out and out[-1]["role"] == role:
+            out[-1]["parts"].extend(parts)
+        else:
+            out.append({"role": role, "parts": parts})
+
+    for message in messages:
+        if message.role == "system":
+            continue
+        if message.role == "user":
+            add("user", _user_parts(message.parts, parse_data_url))
+            continue
+        for step in steps(message):
+            content, responses = _model_step(step)
+            add("model", content)
+            add("user", responses)
+    return out

@@ -1,0 +1,451 @@
+"""The ``gemini`` dialect: the Gemini API's ``streamGenerateContent``, streamed over HTTP SSE.
+
+Chunks → UI chunks (mapping and reasons: ``protocol_specs/gemini.py``), and the request:
+``POST {upstream}/v1beta/models/{model}:streamGenerateContent?alt=sse``, built from the
+``UIMessage`` history, the deployment's model, system instruction, tools and options.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import orjson
+from pydantic import Field
+
+from protocol_specs import gemini as spec
+from protocol_specs.gemini import FINISH_REASONS, USAGE_FIELDS
+from translators.kit import (
+    Chunk,
+    CloseReason,
+    CloseRequest,
+    DemoStep,
+    Dialect,
+    HttpRequest,
+    HttpSseContract,
+    Item,
+    MalformedEvent,
+    Pause,
+    RequestRejected,
+    StreamedToolCalls,
+    Translator,
+    TranslatorOptions,
+    TurnInput,
+    error_message,
+    require_dict,
+    require_list,
+    usage_metadata,
+)
+from translators.kit.provider import (
+    ProviderSettings,
+    apply_overrides,
+    parse_data_url,
+    steps_of,
+    system_prompt,
+)
+
+__all__ = ["DIALECT", "GeminiSettings", "GeminiTranslator"]
+
+_PROVIDER = "google"
+_CHUNK = "chunk"
+_ERROR = "error"
+
+
+class GeminiTranslator(Translator):
+    HANDLERS = {_CHUNK: "_on_chunk", _ERROR: "_on_error"}
+
+    def __init__(self, options: TranslatorOptions | None = None) -> None:
+        super().__init__(options)
+        self._tools = StreamedToolCalls(self.ids, self.tool_flags())
+        self._started = False
+        self._function_call = False
+        self._code_call: str | None = None
+        #: Sources sent ("url:<url>", "document:<uri>"): grounding repeats them chunk after chunk.
+        self._sources: set[str] = set()
+        self._finish_reason: str | None = None
+        self._metadata: dict[str, Any] = {}
+        self._usage: dict[str, Any] | None = None
+
+    def event_type(self, event: dict[str, Any]) -> str | None:
+        if "error" in event and "candidates" not in event:
+            return _ERROR
+        if "candidates" in event or "usageMetadata" in event or "promptFeedback" in event:
+            return _CHUNK
+        return None
+
+    def fast_text_delta(self, event: dict[str, Any]) -> str | None:
+        if self._finish_reason is not None or len(event) > 4:
+            return None
+        candidates = event.get("candidates")
+        if type(candidates) is not list or len(candidates) != 1:
+            return None
+        candidate = candidates[0]
+        if (
+            type(candidate) is not dict
+            or "finishReason" in candidate
+            or "groundingMetadata" in candidate
+        ):
+            return None
+        content = candidate.get("content")
+        parts = content.get("parts") if type(content) is dict else None
+        if type(parts) is not list or len(parts) != 1:
+            return None
+        part = parts[0]
+        if type(part) is not dict or len(part) != 1:
+            return None
+        text = part.get("text")
+        if type(text) is not str or not text or "usageMetadata" in event:
+            return None
+        return text
+
+    def end_of_stream(self, terminal: bool) -> Sequence[Item]:
+        if self._finish_reason is not None:
+            return [*self._tools.complete(), *self.end_parts(), *self._finish()]
+        return []
+
+    # -- chunks ----------------------------------------------------------------------------------
+
+    def _begin(self, event: dict[str, Any]) -> list[Chunk]:
+        if self._started:
+            return []
+        self._started = True
+        start: Chunk = {"type": "start"}
+        model = event.get("modelVersion")
+        if isinstance(model, str) and model:
+            self._metadata["model"] = model
+            start["messageMetadata"] = {"model": model}
+        if isinstance(event.get("responseId"), str):
+            self._metadata["responseId"] = event["responseId"]
+        return [start, {"type": "start-step"}]
+
+    def _on_chunk(self, event: dict[str, Any]) -> Sequence[Item]:
+        out: list[Item] = [*self._begin(event)]
+        usage = event.get("usageMetadata")
+        if isinstance(usage, dict):
+            self._usage = usage
+        feedback = event.get("promptFeedback")
+        block = feedback.get("blockReason") if isinstance(feedback, dict) else None
+        if isinstance(block, str) and block not in ("", "BLOCK_REASON_UNSPECIFIED"):
+            self._finish_reason = "content-filter"
+            self._metadata["finishReason"] = block
+        candidates = require_list(event.get("candidates") or [], "'candidates'")
+        if candidates:
+            candidate = require_dict(candidates[0], "a candidate")
+            out += self._on_candidate(candidate)
+        if self._finish_reason is not None and self._usage is not None:
+            out += self._tools.complete()
+            out += self.end_parts()
+            out += self._finish()
+        return out
+
+    def _on_candidate(self, candidate: dict[str, Any]) -> list[Item]:
+        out: list[Item] = [*self._grounding(candidate.get("groundingMetadata"))]
+        content = candidate.get("content")
+        parts = content.get("parts") if isinstance(content, dict) else None
+        for part in require_list(parts or [], "'parts'"):
+            out += self._on_part(require_dict(part, "a part"))
+        reason = candidate.get("finishReason")
+        if isinstance(reason, str):
+            finish = FINISH_REASONS.get(reason, "other")
+            if finish == "stop" and self._function_call:
+                finish = "tool-calls"
+            self._finish_reason = finish
+            self._metadata["finishReason"] = reason
+            message = candidate.get("finishMessage")
+            if isinstance(message, str):
+                self._metadata["finishMessage"] = message
+        return out
+
+    def _on_part(self, part: dict[str, Any]) -> Sequence[Item]:
+        signature = part.get("thoughtSignature")
+        meta = {_PROVIDER: {"thoughtSignature": signature}} if isinstance(signature, str) else None
+        if "text" in part:
+            text = part["text"]
+            if not isinstance(text, str):
+                raise MalformedEvent("a part's 'text' must be a string")
+            thought = part.get("thought") is True
+            if not text:
+                return self._signature_only(thought, meta) if meta else []
+            deltas = self.reasoning_delta(text) if thought else self.text_delta(text)
+            if meta:
+                deltas[-1]["providerMetadata"] = meta
+            return deltas
+        if "functionCall" in part:
+            return self._function(require_dict(part["functionCall"], "'functionCall'"), meta)
+        if "executableCode" in part:
+            code = require_dict(part["executableCode"], "'executableCode'")
+            self._code_call = call_id = self.ids("code")
+            flags = self.tool_flags(providerExecuted=True)
+            base = {"toolCallId": call_id, "toolName": "code_execution", **flags}
+            return [
+                *self.end_parts(),
+                {"type": "tool-input-start", **base},
+                {"type": "tool-input-available", **base, "input": code},
+            ]
+        if "codeExecutionResult" in part:
+            result = require_dict(part["codeExecutionResult"], "'codeExecutionResult'")
+            if self._code_call is None:
+                return self.unknown("gemini-part", part)
+            output = {"outcome": result.get("outcome"), "output": result.get("output") or ""}
+            flags = self.tool_flags(providerExecuted=True)
+            chunk: Chunk = {"type": "tool-output-available", "toolCallId": self._code_call}
+            return [{**chunk, "output": output, **flags}]
+        if "inlineData" in part:
+            data = require_dict(part["inlineData"], "'inlineData'")
+            media_type, payload = data.get("mimeType"), data.get("data")
+            if not isinstance(media_type, str) or not isinstance(payload, str):
+                raise MalformedEvent("'inlineData' needs a mimeType and data")
+            file: Chunk = {"type": "file", "mediaType": media_type}
+            file["url"] = f"data:{media_type};base64,{payload}"
+            if meta:
+                file["providerMetadata"] = meta
+            return [*self.end_parts(), file]
+        return self.unknown("gemini-part", part)
+
+    def _signature_only(self, thought: bool, meta: dict[str, Any]) -> list[Chunk]:
+        """An empty part that carries a signature: onto the open part, else an empty part."""
+        open_id = self.text_id if not thought else None
+        if open_id is not None:
+            return [{"type": "text-delta", "id": open_id, "delta": "", "providerMetadata": meta}]
+        kind = "reasoning" if thought else "text"
+        out = self.end_parts()
+        part_id = self.ids(kind)
+        out.append({"type": f"{kind}-start", "id": part_id, "providerMetadata": meta})
+        out.append({"type": f"{kind}-end", "id": part_id})
+        return out
+
+    def _function(self, call: dict[str, Any], meta: dict[str, Any] | None) -> Sequence[Item]:
+        if "partialArgs" in call or call.get("willContinue") is True:
+            return self.unknown("gemini-part", {"functionCall": call})
+        name = call.get("name")
+        if not isinstance(name, str) or not name:
+            raise MalformedEvent("a functionCall needs a name")
+        args = call.get("args")
+        arguments = args if isinstance(args, str) else orjson.dumps(args or {}).decode()
+        call_id = call.get("id")
+        key = len(self._tools)
+        out = self.end_parts()
+        out += self._tools.delta(
+            key,
+            call_id=call_id if isinstance(call_id, str) and call_id else None,
+            name=name,
+            arguments=arguments,
+        )
+        done = self._tools.complete(key)
+        if meta:
+            for chunk in done:
+                chunk["providerMetadata"] = meta
+        self._function_call = True
+        return [*out, *done]
+
+    def _grounding(self, grounding: Any) -> list[Chunk]:
+        chunks = grounding.get("groundingChunks") if isinstance(grounding, dict) else None
+        out: list[Chunk] = []
+        for chunk in chunks if isinstance(chunks, list) else ():
+            if not isinstance(chunk, dict):
+                continue
+            web = chunk.get("web") or chunk.get("image")
+            context = chunk.get("retrievedContext")
+            if isinstance(web, dict):
+                url = web.get("uri") or web.get("sourceUri")
+                out += self._url_source(url, web.get("title"))
+            elif isinstance(context, dict) and isinstance(context.get("uri"), str):
+                uri = context["uri"]
+                if uri.startswith(("http://", "https://")):
+                    out += self._url_source(uri, context.get("title"))
+                elif "document:" + uri not in self._sources:
+                    self._sources.add("document:" + uri)
+                    title = context.get("title")
+                    out.append(
+                        {
+                            "type": "source-document",
+                            "sourceId": self.ids("source"),
+                            "mediaType": _media_type(uri),
+                            "title": title if isinstance(title, str) else "Unknown Document",
+                            "filename": uri.rsplit("/", 1)[-1],
+                        }
+                    )
+        return out
+
+    def _url_source(self, url: Any, title: Any) -> list[Chunk]:
+        if not isinstance(url, str) or "url:" + url in self._sources:
+            return []
+        self._sources.add("url:" + url)
+        chunk: Chunk = {"type": "source-url", "sourceId": self.ids("source"), "url": url}
+        if isinstance(title, str):
+            chunk["title"] = title
+        return [chunk]
+
+    def _finish(self) -> list[Item]:
+        usage = usage_metadata(self._usage, USAGE_FIELDS)
+        if usage:
+            self._metadata["usage"] = usage
+        reason, self._finish_reason = self._finish_reason, None
+        return [
+            {"type": "finish-step"},
+            CloseRequest(
+                CloseReason.COMPLETED, finish_reason=reason, message_metadata=self._metadata
+            ),
+        ]
+
+    def _on_error(self, event: dict[str, Any]) -> Sequence[Item]:
+        error = event.get("error")
+        text = error_message(error, "The model provider reported an error.")
+        status = error.get("status") if isinstance(error, dict) else None
+        if isinstance(status, str) and status:
+            text = f"{status}: {text}"
+        return [CloseRequest(CloseReason.UPSTREAM_ERROR, text)]
+
+
+_MEDIA_TYPES = {
+    ".pdf": "application/pdf",
+    ".txt": "text/plain",
+    ".md": "text/markdown",
+    ".markdown": "text/markdown",
+    ".doc": "application/msword",
+    ".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+}
+
+
+def _media_type(uri: str) -> str:
+    for suffix, media_type in _MEDIA_TYPES.items():
+        if uri.endswith(suffix):
+            return media_type
+    return "application/octet-stream"
+
+
+# -- the upstream contract -----------------------------------------------------------------------
+
+
+class GeminiSettings(ProviderSettings):
+    """Settings of the ``gemini`` dialect (``[gemini]`` in TOML)."""
+
+    model: str = Field("gemini-2.5-flash", description="the model to request")
+    path: str = Field(
+        "",
+        description="path of the streaming endpoint (default: /v1beta/models/<model>:"
+        "streamGenerateContent?alt=sse)",
+    )
+
+
+def _tools(settings: GeminiSettings) -> list[dict[str, Any]]:
+    declarations, native = [], []
+    for name, definition in settings.tools.items():
+        if (
+            "type" in definition
+        ):  # a built-in tool: {"type": "google_search"} → {"google_search": {}}
+            native.append(
+                {definition["type"]: {k: v for k, v in definition.items() if k != "type"}}
+            )
+            continue
+        declaration = {
+            "name": name,
+            "parameters": definition.get("input_schema") or {"type": "object"},
+        }
+        if definition.get("description"):
+            declaration["description"] = definition["description"]
+        declarations.append(declaration)
+    tools = [{"functionDeclarations": declarations}] if declarations else []
+    return tools + native
+
+
+def request_body(turn: TurnInput) -> dict[str, Any]:
+    settings: GeminiSettings = turn.settings or GeminiSettings()
+    messages = turn.request.messages
+    try:
+        contents = spec.contents_from_ui(messages, steps_of, parse_data_url)
+    except ValueError as exc:
+        raise RequestRejected(str(exc)) from exc
+    if not contents:
+        raise RequestRejected("The request has no message to send.")
+    body: dict[str, Any] = {"contents": contents}
+    system = system_prompt(settings, messages)
+    if system:
+        body["systemInstruction"] = {"parts": [{"text": system}]}
+    tools = _tools(settings)
+    if tools:
+        body["tools"] = tools
+    if settings.max_output_tokens:
+        body["generationConfig"] = {"maxOutputTokens": settings.max_output_tokens}
+    for key, value in settings.options.items():
+        if key == "generationConfig" and isinstance(value, dict):
+            body["generationConfig"] = {**body.get("generationConfig", {}), **value}
+        else:
+            body[key] = value
+    return apply_overrides(body, turn, settings.body_overrides)
+
+
+def _request(turn: TurnInput) -> HttpRequest:
+    settings: GeminiSettings = turn.settings or GeminiSettings()
+    headers = {}
+    if settings.api_key is not None:
+        headers["x-goog-api-key"] = settings.api_key.get_secret_value()
+    path = settings.path or spec.stream_path(settings.model)
+    return HttpRequest(path=path, body=request_body(turn), headers=headers)
+
+
+def _error_frame(status: int, body: bytes) -> str:
+    """Google's error object (its message is what the user should read), or a generic one."""
+    try:
+        parsed = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        parsed = None
+    if isinstance(parsed, list) and parsed:  # some Google front ends wrap the error in a list
+        parsed = parsed[0]
+    if isinstance(parsed, dict) and isinstance(parsed.get("error"), dict):
+        return orjson.dumps({"error": parsed["error"]}).decode()
+    message = f"The model provider refused the request ({status})."
+    return orjson.dumps({"error": {"message": message}}).decode()
+
+
+# -- the demo ------------------------------------------------------------------------------------
+
+
+def _demo(request: dict[str, Any], turn: int, aborted: Any) -> Iterator[DemoStep]:
+    """A thought, a short answer, and a function call when asked for the weather."""
+    text = ""
+    for content in reversed(request.get("contents") or []):
+        if content.get("role") == "user":
+            text = " ".join(p.get("text", "") for p in content.get("parts", []) if "text" in p)
+            break
+    head = {"modelVersion": "gemini-demo", "responseId": f"demo-{turn}"}
+
+    def chunk(*parts: dict[str, Any], **candidate: Any) -> dict[str, Any]:
+        return {
+            "candidates": [{"content": {"role": "model", "parts": list(parts)}, **candidate}],
+            **head,
+        }
+
+    yield chunk(
+        {
+            "text": f"The question has {len(text)} characters.",
+            "thought": True,
+            "thoughtSignature": "ZGVtbw==",
+        }
+    )
+    words = f"You said: {text}. This answer streams from the demo Gemini upstream.".split(" ")
+    for word in words:
+        if aborted():
+            return
+        yield Pause(0.04)
+        yield chunk({"text": word + " "})
+    if "weather" in text.lower():
+        yield Pause(0.05)
+        yield chunk({"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}})
+    usage = {
+        "promptTokenCount": 10 + len(text) // 4,
+        "candidatesTokenCount": len(words) + 8,
+        "totalTokenCount": 18 + len(text) // 4 + len(words),
+    }
+    yield {**chunk({"text": ""}, finishReason="STOP"), "usageMetadata": usage}
+
+
+DIALECT = Dialect(
+    name="gemini",
+    summary="Gemini API streams (HTTP SSE: models/<model>:streamGenerateContent)",
+    translator=GeminiTranslator,
+    http=HttpSseContract(request=_request, error_frame=_error_frame),
+    settings=GeminiSettings,
+    spec=spec.__name__,
+    demo=_demo,
+)

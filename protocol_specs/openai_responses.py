@@ -40,6 +40,9 @@ upstream                              UI chunks
                                       ``{action, sources?}`` (the AI SDK's shape) and a
                                       ``source-url`` per ``action.sources`` URL; a status other
                                       than ``completed`` → ``tool-output-error``
+``custom_tool_call``,                 a tool call the app runs, announced whole at the item's end
+``computer_call``,                    (its input is free text or an action, not JSON text):
+``local_shell_call``                  ``tool-input-available`` with ``input`` / ``action``
 other ``*_call`` items                a ``providerExecuted`` tool call named after the item type
 (``file_search_call``,                (``file_search``, ``code_interpreter``…); at its end the
 ``code_interpreter_call``…)           item's fields (without ``id``/``type``) as the output
@@ -55,7 +58,9 @@ other ``*_call`` items                a ``providerExecuted`` tool call named aft
                                       discipline for open parts and calls
 ``response.in_progress``, ``*.done``  nothing (the deltas and the item events carry everything)
 / ``*.added`` of content parts,
-``web_search_call.searching`` …
+``web_search_call.searching`` …,
+deltas of code / MCP arguments /
+custom tool input, partial images
 other event types and item types      the unknown-event policy (``data-<type>``)
 ====================================  ============================================================
 

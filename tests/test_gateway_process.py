@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -51,9 +52,10 @@ def process(
             if proc.poll() is not None:
                 raise RuntimeError(f"{args[0]} exited: {proc.stdout.read() if proc.stdout else ''}")
             if ready_line is not None:
-                line = proc.stdout.readline() if proc.stdout else ""
-                if ready_line in line:
-                    break
+                # select first: a process that prints nothing must not block the test forever
+                if proc.stdout and select.select([proc.stdout], [], [], 0.5)[0]:
+                    if ready_line in proc.stdout.readline():
+                        break
                 continue
             try:
                 if httpx.get(ready_url, timeout=0.5, trust_env=False).status_code == 200:
@@ -259,6 +261,30 @@ def test_record_writes_frames_that_replay(tmp_path: Path) -> None:
     assert replay_file("agent-ops-v2", out) == replay_file("agent-ops-v2", source)
 
 
+def test_record_works_for_http_upstreams(tmp_path: Path) -> None:
+    source = FIXTURES / "gemini" / "google-search-grounding.jsonl"
+    port = free_port()
+    out = tmp_path / "rec.jsonl"
+    mock = ("mock-upstream", "--transport", "http", "--port", str(port), str(source))
+    with process(*mock, ready_line="mock upstream:"):
+        proc = subprocess.run(
+            [
+                *(sys.executable, "-m", "gateway", "record", "--dialect", "gemini"),
+                *("--upstream", f"http://127.0.0.1:{port}/sessions/{{session_id}}"),
+                *("--prompt", "when was python 3.14 released?", "-o", str(out)),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            cwd=ROOT,
+        )
+    assert proc.returncode == 0, proc.stderr
+    recorded = [orjson.loads(x) for x in out.read_text().splitlines()]
+    assert recorded == [orjson.loads(x) for x in source.read_text().splitlines()]
+    assert len((tmp_path / "rec.jsonl.timing").read_text().split()) == len(recorded)
+    assert replay_file("gemini", out) == replay_file("gemini", source)
+
+
 def test_serve_reports_configuration_errors(tmp_path: Path) -> None:
     bad = tmp_path / "c.toml"
     bad.write_text('upstream = "ws://x/no-placeholder"\n')
@@ -270,3 +296,63 @@ def test_serve_reports_configuration_errors(tmp_path: Path) -> None:
         cwd=ROOT,
     )
     assert proc.returncode == 2 and "{session_id}" in proc.stderr
+
+
+def test_provider_keys_from_the_environment_are_never_logged() -> None:
+    """Debug logging, a served turn and a failed one: the key is in no line of output."""
+    secret = "sk-ant-api03-NEVER-LOG-ME-0123456789"
+    recording = FIXTURES / "anthropic-messages" / "plain-text.jsonl"
+    up_port, gw_port, dead_port, fail_port = free_port(), free_port(), free_port(), free_port()
+    env = {"CHUNKBRIDGE_ANTHROPIC_MESSAGES_API_KEY": secret}
+    with (
+        process(
+            "mock-upstream",
+            "--transport",
+            "http",
+            "--port",
+            str(up_port),
+            str(recording),
+            ready_line="mock upstream:",
+        ),
+        process(
+            "serve",
+            "--port",
+            str(gw_port),
+            "--dialect",
+            "anthropic-messages",
+            "--upstream",
+            f"http://127.0.0.1:{up_port}/sessions/{{session_id}}",
+            "--log-level",
+            "debug",
+            "--log-format",
+            "json",
+            ready_url=f"http://127.0.0.1:{gw_port}/healthz",
+            env=env,
+        ) as gateway,
+        process(
+            "serve",
+            "--port",
+            str(fail_port),
+            "--dialect",
+            "anthropic-messages",
+            "--upstream",
+            f"http://127.0.0.1:{dead_port}",
+            "--log-level",
+            "debug",
+            "--connect-timeout",
+            "1",
+            ready_url=f"http://127.0.0.1:{fail_port}/healthz",
+            env=env,
+        ) as failing,
+    ):
+        ok = post_chat(f"http://127.0.0.1:{gw_port}", "s1")
+        failed = post_chat(f"http://127.0.0.1:{fail_port}", "s2")
+        for proc in (gateway, failing):
+            proc.terminate()
+            proc.wait(10)
+        output = (gateway.stdout.read() if gateway.stdout else "") + (
+            failing.stdout.read() if failing.stdout else ""
+        )
+    assert ok.status_code == 200 and failed.status_code == 502
+    assert "stream.end" in output and "request." in output  # the turns were logged
+    assert secret not in output and secret[-12:] not in output

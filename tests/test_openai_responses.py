@@ -262,3 +262,24 @@ async def test_a_refused_request_ends_with_openais_message() -> None:
         response = await post(gw, "s")
     chunks = decode_sse(response.content)
     assert of_type(chunks, "error")[0]["errorText"] == "rate_limit_exceeded: Rate limit reached"
+
+
+def test_calls_the_app_runs_with_free_text_input_end_at_input_available() -> None:
+    turn = new_turn("openai-responses")
+    item = {"id": "ctc_1", "type": "custom_tool_call", "call_id": "call_9", "name": "patch"}
+    frames = [
+        {"type": "response.created", "response": {"id": "r", "model": "m"}},
+        {"type": "response.output_item.added", "output_index": 0, "item": {**item, "input": ""}},
+        {"type": "response.custom_tool_call_input.delta", "item_id": "ctc_1", "delta": "*** Begin"},
+        {
+            "type": "response.output_item.done",
+            "output_index": 0,
+            "item": {**item, "input": "*** Begin"},
+        },
+        {"type": "response.completed", "response": {"id": "r"}},
+    ]
+    chunks = [c for f in frames for c in turn.feed(f)]
+    (available,) = of_type(chunks, "tool-input-available")
+    assert available["input"] == "*** Begin" and "providerExecuted" not in available
+    assert chunks[-1]["finishReason"] == "tool-calls"
+    assert not [c for c in chunks if c["type"].startswith("data-")]

@@ -46,6 +46,15 @@ _PROGRESS = "progress"
 _PROGRESS_SUFFIXES = (".in_progress", ".searching", ".completed", ".interpreting", ".generating")
 
 
+#: Items the app runs (not OpenAI) whose input is not JSON text: item type → (field naming the
+#: tool, or ``None`` for the item type itself; field holding the input).
+_APP_TOOL_ITEMS: dict[str, tuple[str | None, str]] = {
+    "custom_tool_call": ("name", "input"),
+    "computer_call": (None, "action"),
+    "local_shell_call": (None, "action"),
+}
+
+
 class OpenAIResponsesTranslator(Translator):
     HANDLERS = {
         "response.created": "_on_created",
@@ -73,6 +82,15 @@ class OpenAIResponsesTranslator(Translator):
         "response.reasoning_summary_part.done": "_on_nothing",
         "response.reasoning_text.done": "_on_nothing",
         "response.function_call_arguments.done": "_on_nothing",
+        # What the item's own ``output_item.done`` carries whole (the code run, the MCP
+        # arguments, an app tool's text input, a partial image): one piece there, not many here.
+        "response.code_interpreter_call_code.delta": "_on_nothing",
+        "response.code_interpreter_call_code.done": "_on_nothing",
+        "response.mcp_call_arguments.delta": "_on_nothing",
+        "response.mcp_call_arguments.done": "_on_nothing",
+        "response.custom_tool_call_input.delta": "_on_nothing",
+        "response.custom_tool_call_input.done": "_on_nothing",
+        "response.image_generation_call.partial_image": "_on_nothing",
         _PROGRESS: "_on_nothing",
     }
 
@@ -188,6 +206,8 @@ class OpenAIResponsesTranslator(Translator):
                 name=require_str(item, "name"),
                 arguments=arguments if isinstance(arguments, str) and arguments else None,
             )
+        elif kind in _APP_TOOL_ITEMS:
+            self._items[item_id] = kind  # announced when complete: its input is not JSON text
         elif kind.endswith("_call"):
             self._items[item_id] = kind
             flags = self.tool_flags(providerExecuted=True)
@@ -227,9 +247,34 @@ class OpenAIResponsesTranslator(Translator):
             for chunk in done:
                 chunk["providerMetadata"] = {_PROVIDER: {"itemId": item_id}}
             return [*out, *done]
+        if kind in _APP_TOOL_ITEMS:
+            return self._app_tool_done(kind, item)
         if kind is not None and kind.endswith("_call"):
             return self._provider_tool_done(kind, item_id, item)
         return []
+
+    def _app_tool_done(self, kind: str, item: dict[str, Any]) -> list[Chunk]:
+        """A call the app runs whose input is not JSON arguments: a custom tool's free text,
+        a computer-use action, a shell command."""
+        self._function_call = True
+        name_field, input_field = _APP_TOOL_ITEMS[kind]
+        name = item.get(name_field) if name_field else kind.removesuffix("_call")
+        call_id = item.get("call_id") or item["id"]
+        base = {
+            "toolCallId": call_id,
+            "toolName": name if isinstance(name, str) and name else kind,
+            **self.tool_flags(),
+        }
+        meta = {_PROVIDER: {"itemId": item["id"]}}
+        return [
+            {"type": "tool-input-start", **base},
+            {
+                "type": "tool-input-available",
+                **base,
+                "input": item.get(input_field),
+                "providerMetadata": meta,
+            },
+        ]
 
     def _end_message(self, item_id: str) -> list[Chunk]:
         meta: dict[str, Any] = {"itemId": item_id}

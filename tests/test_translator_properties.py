@@ -121,7 +121,144 @@ OPENAI = [
     st.fixed_dictionaries({"error": st.one_of(VALUE, st.just({"message": "boom"}))}),
     st.just({"object": "chat.completion.chunk", "choices": "bad"}),
 ]
-DIALECT_EVENTS = {"agent-ops-v2": AGENT_OPS, "open-harness": HARNESS, "openai-chat": OPENAI}
+INDEX = st.one_of(st.integers(0, 2), JUNK)
+BLOCK = st.one_of(
+    st.fixed_dictionaries(
+        {"type": st.sampled_from(["text", "thinking", "redacted_thinking"])},
+        optional={"text": TEXT, "data": TEXT},
+    ),
+    st.fixed_dictionaries(
+        {"type": st.sampled_from(["tool_use", "server_tool_use", "mcp_tool_use"]), "id": CALL},
+        optional={"name": st.sampled_from(["f", "web_search"]), "input": VALUE},
+    ),
+    st.fixed_dictionaries(
+        {"type": st.sampled_from(["web_search_tool_result", "code_execution_tool_result"])},
+        optional={"tool_use_id": CALL, "content": st.one_of(VALUE, st.just([{"url": "u"}]))},
+    ),
+    st.just({"type": "future_block"}),
+    JUNK,
+)
+ANTHROPIC_DELTA = st.one_of(
+    st.fixed_dictionaries({"type": st.just("text_delta"), "text": st.one_of(TEXT, JUNK)}),
+    st.fixed_dictionaries({"type": st.just("thinking_delta"), "thinking": TEXT}),
+    st.fixed_dictionaries({"type": st.just("signature_delta"), "signature": TEXT}),
+    st.fixed_dictionaries(
+        {"type": st.just("input_json_delta"), "partial_json": st.sampled_from(["{", "}", '"a":1'])}
+    ),
+    st.fixed_dictionaries(
+        {"type": st.just("citations_delta")},
+        optional={"citation": st.one_of(VALUE, st.just({"type": "char_location"}))},
+    ),
+    JUNK,
+)
+ANTHROPIC = [
+    ev("message_start", message=st.one_of(st.just({"model": "m", "usage": {}}), JUNK)),
+    ev("content_block_start", index=INDEX, content_block=BLOCK),
+    ev("content_block_delta", index=INDEX, delta=ANTHROPIC_DELTA),
+    ev("content_block_stop", index=INDEX),
+    ev(
+        "message_delta",
+        delta=st.fixed_dictionaries(
+            {}, optional={"stop_reason": st.sampled_from(["end_turn", "tool_use", "x", None])}
+        ),
+        usage=VALUE,
+    ),
+    ev("message_stop"),
+    ev("ping"),
+    ev("error", error=st.one_of(VALUE, st.just({"type": "overloaded_error", "message": "m"}))),
+]
+ITEM_ID = st.sampled_from(["i1", "i2"])
+ITEM = st.fixed_dictionaries(
+    {
+        "id": ITEM_ID,
+        "type": st.sampled_from(
+            ["message", "reasoning", "function_call", "web_search_call", "custom_tool_call", "x"]
+        ),
+    },
+    optional={
+        "call_id": CALL,
+        "name": st.sampled_from(["f", "g"]),
+        "arguments": TEXT,
+        "status": st.sampled_from(["completed", "failed"]),
+        "action": VALUE,
+        "input": TEXT,
+    },
+)
+RESPONSES = [
+    ev("response.created", response=st.one_of(st.just({"id": "r", "model": "m"}), JUNK)),
+    ev("response.output_item.added", output_index=INDEX, item=st.one_of(ITEM, JUNK)),
+    ev("response.output_item.done", output_index=INDEX, item=st.one_of(ITEM, JUNK)),
+    ev("response.output_text.delta", item_id=ITEM_ID, delta=st.one_of(TEXT, JUNK)),
+    ev("response.reasoning_summary_text.delta", item_id=ITEM_ID, summary_index=INDEX, delta=TEXT),
+    ev("response.reasoning_summary_part.added", item_id=ITEM_ID, summary_index=INDEX),
+    ev(
+        "response.function_call_arguments.delta", item_id=ITEM_ID, delta=st.sampled_from(["{", "}"])
+    ),
+    ev(
+        "response.output_text.annotation.added",
+        item_id=ITEM_ID,
+        annotation=st.one_of(VALUE, st.just({"type": "url_citation", "url": "u"})),
+    ),
+    ev("response.completed", response=st.one_of(st.just({"usage": {"input_tokens": 1}}), JUNK)),
+    ev(
+        "response.incomplete",
+        response=st.just({"incomplete_details": {"reason": "max_output_tokens"}}),
+    ),
+    ev("response.failed", response=VALUE),
+    ev("error", error=VALUE),
+    ev("response.web_search_call.searching"),
+]
+GEMINI_PART = st.one_of(
+    st.fixed_dictionaries(
+        {"text": st.one_of(TEXT, JUNK)},
+        optional={"thought": st.booleans(), "thoughtSignature": TEXT},
+    ),
+    st.fixed_dictionaries({"functionCall": st.one_of(VALUE, st.just({"name": "f", "args": {}}))}),
+    st.fixed_dictionaries({"executableCode": VALUE}),
+    st.fixed_dictionaries({"codeExecutionResult": VALUE}),
+    st.fixed_dictionaries(
+        {"inlineData": st.one_of(VALUE, st.just({"mimeType": "image/png", "data": "AA=="}))}
+    ),
+    JUNK,
+)
+GEMINI = [
+    st.fixed_dictionaries(
+        {
+            "candidates": st.lists(
+                st.fixed_dictionaries(
+                    {},
+                    optional={
+                        "content": st.fixed_dictionaries(
+                            {}, optional={"parts": st.lists(GEMINI_PART, max_size=2)}
+                        ),
+                        "finishReason": st.sampled_from(["STOP", "MAX_TOKENS", "SAFETY", "X"]),
+                        "groundingMetadata": st.just(
+                            {"groundingChunks": [{"web": {"uri": "https://a"}}]}
+                        ),
+                    },
+                ),
+                max_size=1,
+            )
+        },
+        optional={
+            "usageMetadata": st.one_of(VALUE, st.just({"promptTokenCount": 1})),
+            "modelVersion": TEXT,
+        },
+    ),
+    st.fixed_dictionaries({"promptFeedback": st.one_of(VALUE, st.just({"blockReason": "SAFETY"}))}),
+    st.fixed_dictionaries(
+        {"error": st.one_of(VALUE, st.just({"status": "UNAVAILABLE", "message": "m"}))}
+    ),
+    st.just({"candidates": "bad"}),
+]
+DIALECT_EVENTS = {
+    "agent-ops-v2": AGENT_OPS,
+    "open-harness": HARNESS,
+    "openai-chat": OPENAI,
+    "anthropic-messages": ANTHROPIC,
+    "openai-responses": RESPONSES,
+    "gemini": GEMINI,
+}
 CLOSE = st.sampled_from(list(CloseReason))
 
 

@@ -79,6 +79,51 @@ TEXT_FRAMES = {
             }
         ),
     ),
+    "anthropic-messages": (
+        [
+            {"type": "message_start", "message": {"id": "msg_1", "model": "m", "usage": {}}},
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text"}},
+        ],
+        _frames(
+            lambda d: {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "text_delta", "text": d},
+            }
+        ),
+    ),
+    "openai-responses": (
+        [
+            {"type": "response.created", "response": {"id": "resp_1", "model": "m"}},
+            {
+                "type": "response.output_item.added",
+                "output_index": 0,
+                "item": {"id": "msg_1", "type": "message", "role": "assistant", "content": []},
+            },
+        ],
+        _frames(
+            lambda d: {
+                "type": "response.output_text.delta",
+                "sequence_number": 7,
+                "item_id": "msg_1",
+                "output_index": 0,
+                "content_index": 0,
+                "delta": d,
+                "logprobs": [],
+            }
+        ),
+    ),
+    "gemini": (
+        [],
+        _frames(
+            lambda d: {
+                "candidates": [{"content": {"parts": [{"text": d}], "role": "model"}, "index": 0}],
+                "usageMetadata": {"promptTokenCount": 9, "totalTokenCount": 9},
+                "modelVersion": "gemini-2.5-flash",
+                "responseId": "r1",
+            }
+        ),
+    ),
 }
 
 

@@ -65,6 +65,10 @@ thinking; ``redactedData`` → ``redacted_thinking``), ``tool_use`` blocks, and 
 a following user turn (errors and denials with ``is_error``); provider-executed calls go back as
 ``server_tool_use`` + their result block. Tool calls without an answer yet are left out (the API
 rejects a ``tool_use`` without its ``tool_result``).
+
+The recordings in ``fixtures/anthropic-messages/`` were written from the event shapes of
+Anthropic's API reference and the AI SDK provider's own schemas (this project's CI has no provider
+key); the differential test holds them to what the AI SDK's provider accepts.
 """
 
 from __future__ import annotations

@@ -56,6 +56,10 @@ with their ``thoughtSignature``; the app's tool calls as ``functionCall`` parts 
 signature) followed by a ``user`` turn of ``functionResponse`` parts (errors as
 ``{error: …}``). Provider-executed code execution is not sent back; calls without an answer
 yet are left out.
+
+The recordings in ``fixtures/gemini/`` were written from the event shapes of Google's API reference
+and the AI SDK provider's own schemas (this project's CI has no provider key); the differential
+test holds them to what the AI SDK's provider accepts.
 """
 
 from __future__ import annotations

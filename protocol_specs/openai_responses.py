@@ -73,6 +73,10 @@ else); assistant text as an assistant message; reasoning parts that carry
 ``function_call_output`` items (errors and denials as the output text); provider-executed calls
 are not sent back (the model sees their effect in the text that followed). Calls without an
 answer yet are left out.
+
+The recordings in ``fixtures/openai-responses/`` were written from the event shapes of OpenAI's API
+reference and the AI SDK provider's own schemas (this project's CI has no provider key); the
+differential test holds them to what the AI SDK's provider accepts.
 """
 
 from __future__ import annotations

@@ -47,6 +47,9 @@ from translators.kit.provider import (
 __all__ = ["DIALECT", "GeminiSettings", "GeminiTranslator"]
 
 _PROVIDER = "google"
+#: What a plain text chunk holds (anything else takes the general path).
+_FAST_KEYS = frozenset({"candidates", "usageMetadata", "modelVersion", "responseId", "createTime"})
+_FAST_CANDIDATE_KEYS = frozenset({"content", "index", "safetyRatings"})
 _CHUNK = "chunk"
 _ERROR = "error"
 
@@ -74,18 +77,20 @@ class GeminiTranslator(Translator):
         return None
 
     def fast_text_delta(self, event: dict[str, Any]) -> str | None:
-        if self._finish_reason is not None or len(event) > 4:
+        if self._finish_reason is not None:
             return None
+        for key in event:
+            if key not in _FAST_KEYS:
+                return None
         candidates = event.get("candidates")
         if type(candidates) is not list or len(candidates) != 1:
             return None
         candidate = candidates[0]
-        if (
-            type(candidate) is not dict
-            or "finishReason" in candidate
-            or "groundingMetadata" in candidate
-        ):
+        if type(candidate) is not dict:
             return None
+        for key in candidate:
+            if key not in _FAST_CANDIDATE_KEYS:
+                return None
         content = candidate.get("content")
         parts = content.get("parts") if type(content) is dict else None
         if type(parts) is not list or len(parts) != 1:
@@ -94,8 +99,13 @@ class GeminiTranslator(Translator):
         if type(part) is not dict or len(part) != 1:
             return None
         text = part.get("text")
-        if type(text) is not str or not text or "usageMetadata" in event:
+        if type(text) is not str or not text:
             return None
+        usage = event.get("usageMetadata")
+        if usage is not None:  # Gemini repeats the running usage on every chunk
+            if type(usage) is not dict:
+                return None
+            self._usage = usage
         return text
 
     def end_of_stream(self, terminal: bool) -> Sequence[Item]:

@@ -42,6 +42,19 @@ __all__ = ["DIALECT", "OpenAIResponsesSettings", "OpenAIResponsesTranslator"]
 
 _PROVIDER = "openai"
 _PROGRESS = "progress"
+#: What a plain text delta event holds (anything else takes the general path).
+_FAST_KEYS = frozenset(
+    {
+        "type",
+        "sequence_number",
+        "item_id",
+        "output_index",
+        "content_index",
+        "delta",
+        "logprobs",
+        "obfuscation",
+    }
+)
 #: Status events of provider-run tools (``response.web_search_call.searching``…): nothing to show.
 _PROGRESS_SUFFIXES = (".in_progress", ".searching", ".completed", ".interpreting", ".generating")
 
@@ -104,6 +117,8 @@ class OpenAIResponsesTranslator(Translator):
         self._summaries: dict[str, list[int]] = {}
         self._annotations: dict[str, list[dict[str, Any]]] = {}
         self._url_citations: list[dict[str, Any]] = []
+        #: The message item whose text part is :attr:`text_id` (the pipeline's fast path).
+        self._fast_item: str | None = None
         #: function calls whose arguments came as deltas (else the item's own ``arguments``).
         self._streamed: set[str] = set()
         self._search_sources = False
@@ -111,6 +126,18 @@ class OpenAIResponsesTranslator(Translator):
         self._refusal = False
         self._started = False
         self._metadata: dict[str, Any] = {}
+
+    def fast_text_delta(self, event: dict[str, Any]) -> str | None:
+        item_id = self._fast_item
+        if item_id is None or event.get("item_id") != item_id:
+            return None
+        if event.get("type") != "response.output_text.delta":
+            return None
+        for key in event:
+            if key not in _FAST_KEYS:
+                return None
+        delta = event.get("delta")
+        return delta if type(delta) is str and delta else None
 
     def event_type(self, event: dict[str, Any]) -> str | None:
         kind = event.get("type")
@@ -190,6 +217,7 @@ class OpenAIResponsesTranslator(Translator):
             self._items[item_id] = kind
             meta = {_PROVIDER: {"itemId": item_id}}
             out += self._parts.start(item_id, "text", meta)
+            self.text_id, self._fast_item = self._parts.part_id(item_id), item_id
         elif kind == "reasoning":
             self._items[item_id] = kind
             self._summaries[item_id] = [0]
@@ -277,6 +305,8 @@ class OpenAIResponsesTranslator(Translator):
         ]
 
     def _end_message(self, item_id: str) -> list[Chunk]:
+        if item_id == self._fast_item:
+            self.text_id = self._fast_item = None
         meta: dict[str, Any] = {"itemId": item_id}
         annotations = self._annotations.pop(item_id, None)
         if annotations:

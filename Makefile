@@ -35,8 +35,9 @@ test: install lint
 e2e: install
 	$(BIN)/python -m pytest -m e2e -s
 
+# DIALECT=anthropic-messages (or openai-responses, gemini…) plays that dialect's demo upstream.
 demo: install
-	$(BIN)/chunkbridge demo
+	$(BIN)/chunkbridge demo $(if $(DIALECT),--dialect $(DIALECT))
 
 # ruff (style, sans-I/O imports), mypy --strict, import-linter (the core imports no dialect…).
 lint: install

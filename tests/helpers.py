@@ -6,12 +6,13 @@ import json
 from typing import Any
 
 from gateway.dialects import get_dialect
+from protocol_specs.chat_request import ChatRequest
 from translators.core.closing import CloseReason, CloseRequest
 from translators.core.guard import StreamGuard
 from translators.core.sse_codec import DONE_FRAME, SseDecoder, encode_chunks
 from translators.core.turn import Turn, TurnOptions
 from translators.core.validator import validate_sse
-from translators.kit import TranslatorOptions
+from translators.kit import TranslatorOptions, TurnInput
 
 
 def guard_all(
@@ -86,3 +87,19 @@ def of_type(chunks: list[dict[str, Any]], chunk_type: str) -> list[dict[str, Any
 
 def text_of(chunks: list[dict[str, Any]]) -> str:
     return "".join(c["delta"] for c in chunks if c["type"] == "text-delta")
+
+
+def text_part(value: str) -> dict[str, Any]:
+    return {"type": "text", "text": value}
+
+
+def provider_turn(
+    settings_model: type[Any],
+    messages: list[dict[str, Any]],
+    body: dict[str, Any] | None = None,
+    **settings: Any,
+) -> TurnInput:
+    """A provider dialect's turn: the request with ``messages`` (and extra ``body`` keys) and the
+    dialect's settings."""
+    request = ChatRequest.model_validate({"id": "c1", "messages": messages, **(body or {})})
+    return TurnInput(request, "s1", "run-1", settings_model(**settings))

@@ -12,38 +12,28 @@ import pytest
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from protocol_specs.chat_request import ChatRequest
 from tests.gateway_harness import (
     http_upstream,
     post,
     running_gateway,
     user_body,
 )
-from tests.helpers import decode_sse, new_turn, of_type, text_of
+from tests.helpers import decode_sse, new_turn, of_type, provider_turn, text_of, text_part
 from translators.dialects.anthropic_messages import DIALECT, AnthropicSettings, request_body
-from translators.kit import RequestRejected, TurnInput
+from translators.kit import RequestRejected
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "anthropic-messages"
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\nfake").decode()
-
-
-def turn_input(messages: list[dict[str, Any]], **settings: Any) -> TurnInput:
-    request = ChatRequest.model_validate({"id": "c1", "messages": messages, "temperature": 0.1})
-    return TurnInput(request, "s1", "run-1", AnthropicSettings(**settings))
 
 
 def user(*parts: dict[str, Any], id: str = "u1") -> dict[str, Any]:
     return {"id": id, "role": "user", "parts": list(parts)}
 
 
-def text(value: str) -> dict[str, Any]:
-    return {"type": "text", "text": value}
-
-
 HISTORY = [
-    {"id": "s0", "role": "system", "parts": [text("Answer in French.")]},
+    {"id": "s0", "role": "system", "parts": [text_part("Answer in French.")]},
     user(
-        text("What is in this picture and this PDF?"),
+        text_part("What is in this picture and this PDF?"),
         {"type": "file", "mediaType": "image/png", "url": f"data:image/png;base64,{PNG}"},
         {"type": "file", "mediaType": "application/pdf", "url": "https://example.com/a.pdf"},
         {"type": "file", "mediaType": "text/plain", "url": "data:text/plain,hello%20notes"},
@@ -65,7 +55,7 @@ HISTORY = [
                 "providerMetadata": {"anthropic": {"redactedData": "R"}},
             },
             {"type": "reasoning", "text": "unsigned thoughts are not sent"},
-            text("Let me look it up."),
+            text_part("Let me look it up."),
             {
                 "type": "tool-lookup",
                 "toolCallId": "toolu_1",
@@ -104,15 +94,23 @@ HISTORY = [
                 ],
             },
             {"type": "source-url", "sourceId": "x", "url": "https://cats.example"},
-            text("A cat."),
+            text_part("A cat."),
         ],
     },
-    user(text("Thanks! And now?"), id="u1"),
+    user(text_part("Thanks! And now?"), id="u1"),
 ]
 
 
 def test_the_request_carries_the_whole_history_in_anthropic_form() -> None:
-    body = request_body(turn_input(HISTORY, system="Be brief.", max_output_tokens=512))
+    body = request_body(
+        provider_turn(
+            AnthropicSettings,
+            HISTORY,
+            {"temperature": 0.1},
+            system="Be brief.",
+            max_output_tokens=512,
+        )
+    )
     assert body["model"] == "claude-sonnet-4-5" and body["max_tokens"] == 512
     assert body["stream"] is True and body["system"] == "Be brief.\n\nAnswer in French."
     assert "temperature" not in body  # not allowed by body_overrides
@@ -195,7 +193,9 @@ def test_tools_options_and_allowed_overrides() -> None:
         "options": {"thinking": {"type": "enabled", "budget_tokens": 2048}, "temperature": 1},
         "body_overrides": ["temperature", "stream"],
     }
-    body = request_body(turn_input([user(text("hi"))], **settings))
+    body = request_body(
+        provider_turn(AnthropicSettings, [user(text_part("hi"))], {"temperature": 0.1}, **settings)
+    )
     assert body["tools"] == [
         {
             "name": "get_weather",
@@ -210,7 +210,9 @@ def test_tools_options_and_allowed_overrides() -> None:
 
 
 def test_headers_carry_the_key_the_version_and_betas() -> None:
-    turn = turn_input([user(text("hi"))], api_key="sk-ant-test", beta=["a-2025", "b-2025"])
+    turn = provider_turn(
+        AnthropicSettings, [user(text_part("hi"))], api_key="sk-ant-test", beta=["a-2025", "b-2025"]
+    )
     assert DIALECT.http is not None
     request = DIALECT.http.request(turn)
     assert request.path == "/v1/messages"
@@ -230,7 +232,7 @@ def test_headers_carry_the_key_the_version_and_betas() -> None:
 )
 def test_files_anthropic_cannot_take_are_refused_before_streaming(part: dict, why: str) -> None:
     with pytest.raises(RequestRejected) as raised:
-        request_body(turn_input([user(text("x"), part)]))
+        request_body(provider_turn(AnthropicSettings, [user(text_part("x"), part)]))
     assert why in raised.value.client_message
 
 

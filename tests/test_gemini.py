@@ -12,33 +12,22 @@ import pytest
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from protocol_specs.chat_request import ChatRequest
 from tests.gateway_harness import http_upstream, post, running_gateway, sse_response, user_body
-from tests.helpers import decode_sse, new_turn, of_type, text_of
+from tests.helpers import decode_sse, new_turn, of_type, provider_turn, text_of, text_part
 from translators.dialects.gemini import DIALECT, GeminiSettings, request_body
-from translators.kit import TurnInput
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "gemini"
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\nfake").decode()
 
 
-def turn_input(messages: list[dict[str, Any]], **settings: Any) -> TurnInput:
-    request = ChatRequest.model_validate({"id": "c1", "messages": messages})
-    return TurnInput(request, "s1", "run-1", GeminiSettings(**settings))
-
-
-def text(value: str) -> dict[str, Any]:
-    return {"type": "text", "text": value}
-
-
 SIG = {"google": {"thoughtSignature": "sig-1"}}
 HISTORY = [
-    {"id": "s0", "role": "system", "parts": [text("Answer in French.")]},
+    {"id": "s0", "role": "system", "parts": [text_part("Answer in French.")]},
     {
         "id": "u0",
         "role": "user",
         "parts": [
-            text("What is this?"),
+            text_part("What is this?"),
             {"type": "file", "mediaType": "image/png", "url": f"data:image/png;base64,{PNG}"},
             {"type": "file", "mediaType": "application/pdf", "url": "https://example.com/a.pdf"},
         ],
@@ -49,7 +38,7 @@ HISTORY = [
         "parts": [
             {"type": "step-start"},
             {"type": "reasoning", "text": "Think.", "providerMetadata": SIG},
-            text("Let me look."),
+            text_part("Let me look."),
             {
                 "type": "tool-lookup",
                 "toolCallId": "call-1",
@@ -66,15 +55,17 @@ HISTORY = [
                 "errorText": "boom",
             },
             {"type": "step-start"},
-            text("A cat."),
+            text_part("A cat."),
         ],
     },
-    {"id": "u1", "role": "user", "parts": [text("Thanks!")]},
+    {"id": "u1", "role": "user", "parts": [text_part("Thanks!")]},
 ]
 
 
 def test_the_request_carries_the_history_with_thought_signatures() -> None:
-    body = request_body(turn_input(HISTORY, system="Be brief.", max_output_tokens=256))
+    body = request_body(
+        provider_turn(GeminiSettings, HISTORY, system="Be brief.", max_output_tokens=256)
+    )
     assert body["systemInstruction"] == {"parts": [{"text": "Be brief.\n\nAnswer in French."}]}
     assert body["generationConfig"] == {"maxOutputTokens": 256}
     assert body["contents"] == [
@@ -138,7 +129,8 @@ def test_path_key_tools_and_generation_options() -> None:
         },
         "max_output_tokens": 100,
     }
-    turn = turn_input([{"id": "u", "role": "user", "parts": [text("hi")]}], **settings)
+    messages = [{"id": "u", "role": "user", "parts": [text_part("hi")]}]
+    turn = provider_turn(GeminiSettings, messages, **settings)
     assert DIALECT.http is not None
     request = DIALECT.http.request(turn)
     assert request.path == "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse"

@@ -62,16 +62,23 @@ async def raw_server(
         server.close()
 
 
-async def open_(pool: HttpConnectionPool, url: str, retries: int = 0) -> HttpSseUpstream:
+async def open_(
+    pool: HttpConnectionPool,
+    url: str,
+    contract: HttpSseContract = CONTRACT,
+    *,
+    retries: int = 0,
+    first_byte_timeout: float = 2,
+) -> HttpSseUpstream:
     return await open_http_sse(
         pool,
         url,
         HttpRequest("/", {"q": 1}, {"x-api-key": "k"}),
-        CONTRACT,
+        contract,
         headers={},
         retries=retries,
         connect_timeout=2,
-        first_byte_timeout=2,
+        first_byte_timeout=first_byte_timeout,
     )
 
 
@@ -184,16 +191,7 @@ async def test_retries_honour_retry_after_then_the_answer_streams() -> None:
     pool = HttpConnectionPool()
     contract = HttpSseContract(request=CONTRACT.request, retry_statuses=frozenset({529}))
     async with raw_server(handler) as (url, state):
-        upstream = await open_http_sse(
-            pool,
-            url,
-            HttpRequest("/", {}),
-            contract,
-            headers={},
-            retries=2,
-            connect_timeout=2,
-            first_byte_timeout=2,
-        )
+        upstream = await open_(pool, url, contract, retries=2)
         assert await drain(upstream) == ["ok"]
         await upstream.aclose()
         await pool.aclose()
@@ -219,16 +217,7 @@ async def test_an_error_answer_becomes_the_dialects_frame() -> None:
     contract = HttpSseContract(request=CONTRACT.request, error_frame=error_frame)
     pool = HttpConnectionPool()
     async with raw_server(handler) as (url, _):
-        upstream = await open_http_sse(
-            pool,
-            url,
-            HttpRequest("/", {}),
-            contract,
-            headers={},
-            retries=0,
-            connect_timeout=2,
-            first_byte_timeout=2,
-        )
+        upstream = await open_(pool, url, contract)
         assert await drain(upstream) == ["frame"]
         await pool.aclose()
     assert seen == [(400, b'{"error": "too long"}')]
@@ -265,16 +254,7 @@ async def test_garbage_compression_silence_and_refusal_are_upstream_errors() -> 
                 await open_(pool, url)
     async with raw_server(silent) as (url, _):
         with pytest.raises(UpstreamTimeout):
-            await open_http_sse(
-                pool,
-                url,
-                HttpRequest("/", {}),
-                CONTRACT,
-                headers={},
-                retries=0,
-                connect_timeout=1,
-                first_byte_timeout=0.2,
-            )
+            await open_(pool, url, first_byte_timeout=0.2)
     async with raw_server(gzip) as (url, _):
         pass  # closed: nothing listens on that port any more
     with pytest.raises(UpstreamUnavailable):

@@ -11,35 +11,24 @@ import pytest
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from protocol_specs.chat_request import ChatRequest
 from tests.gateway_harness import http_upstream, post, running_gateway, sse_response, user_body
-from tests.helpers import decode_sse, new_turn, of_type, text_of
+from tests.helpers import decode_sse, new_turn, of_type, provider_turn, text_of, text_part
 from translators.dialects.openai_responses import (
     DIALECT,
     OpenAIResponsesSettings,
     request_body,
 )
-from translators.kit import TurnInput
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "openai-responses"
 
 
-def turn_input(messages: list[dict[str, Any]], **settings: Any) -> TurnInput:
-    request = ChatRequest.model_validate({"id": "c1", "messages": messages, "model": "gpt-x"})
-    return TurnInput(request, "s1", "run-1", OpenAIResponsesSettings(**settings))
-
-
-def text(value: str) -> dict[str, Any]:
-    return {"type": "text", "text": value}
-
-
 HISTORY = [
-    {"id": "s0", "role": "system", "parts": [text("Answer in French.")]},
+    {"id": "s0", "role": "system", "parts": [text_part("Answer in French.")]},
     {
         "id": "u0",
         "role": "user",
         "parts": [
-            text("Describe these."),
+            text_part("Describe these."),
             {"type": "file", "mediaType": "image/png", "url": "https://example.com/cat.png"},
             {
                 "type": "file",
@@ -68,7 +57,7 @@ HISTORY = [
                     "openai": {"itemId": "rs_2", "reasoningEncryptedContent": None}
                 },
             },
-            text("Let me check."),
+            text_part("Let me check."),
             {
                 "type": "tool-lookup",
                 "toolCallId": "call_1",
@@ -93,15 +82,17 @@ HISTORY = [
                 "errorText": "boom",
             },
             {"type": "step-start"},
-            text("A cat."),
+            text_part("A cat."),
         ],
     },
-    {"id": "u1", "role": "user", "parts": [text("Thanks!")]},
+    {"id": "u1", "role": "user", "parts": [text_part("Thanks!")]},
 ]
 
 
 def test_the_request_carries_the_whole_history_as_input_items() -> None:
-    body = request_body(turn_input(HISTORY, system="Be brief.", max_output_tokens=300))
+    body = request_body(
+        provider_turn(OpenAIResponsesSettings, HISTORY, system="Be brief.", max_output_tokens=300)
+    )
     assert body["model"] == "gpt-5-mini" and body["stream"] is True
     assert body["instructions"] == "Be brief.\n\nAnswer in French."
     assert body["max_output_tokens"] == 300
@@ -154,7 +145,8 @@ def test_tools_options_overrides_and_headers() -> None:
         "options": {"store": False, "include": ["reasoning.encrypted_content"]},
         "body_overrides": ["model"],
     }
-    turn = turn_input([{"id": "u", "role": "user", "parts": [text("hi")]}], **settings)
+    messages = [{"id": "u", "role": "user", "parts": [text_part("hi")]}]
+    turn = provider_turn(OpenAIResponsesSettings, messages, {"model": "gpt-x"}, **settings)
     body = request_body(turn)
     assert body["tools"] == [
         {

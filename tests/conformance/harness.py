@@ -72,6 +72,23 @@ class Verdict:
         return [p for p in parts if p.get("type") == part_type]
 
 
+def _run_node(script: Path, payload: list[dict[str, Any]], timeout: float) -> Any:
+    """One Node process for a whole batch: the JSON payload on stdin, JSON back on stdout."""
+    proc = subprocess.run(
+        ["node", str(script)],
+        input=json.dumps(payload).encode(),
+        capture_output=True,
+        timeout=timeout,
+        cwd=HERE,
+        env={**os.environ, "NODE_NO_WARNINGS": "1"},
+        check=False,
+    )
+    if proc.returncode != 0:
+        stderr = proc.stderr.decode()[-2000:]
+        raise RuntimeError(f"{script.name} failed ({proc.returncode}): {stderr}")
+    return json.loads(proc.stdout)
+
+
 def run_cases(cases: list[dict[str, Any]], timeout: float = 300) -> list[dict[int, Verdict]]:
     """Run ``[{"body": bytes, "majors"?: [...], "message"?: {...}}]``; one dict per case."""
     reason = unavailable_reason()
@@ -86,18 +103,7 @@ def run_cases(cases: list[dict[str, Any]], timeout: float = 300) -> list[dict[in
         }
         for i, case in enumerate(cases)
     ]
-    proc = subprocess.run(
-        ["node", str(CHECK_SCRIPT)],
-        input=json.dumps(payload).encode(),
-        capture_output=True,
-        timeout=timeout,
-        cwd=HERE,
-        env={**os.environ, "NODE_NO_WARNINGS": "1"},
-        check=False,
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"check.mjs failed ({proc.returncode}): {proc.stderr.decode()[-2000:]}")
-    results = json.loads(proc.stdout)
+    results = _run_node(CHECK_SCRIPT, payload, timeout)
     return [
         {int(major): Verdict.from_json(v) for major, v in entry["results"].items()}
         for entry in results
@@ -112,20 +118,7 @@ def ai_sdk_provider_bodies(cases: list[dict[str, Any]], timeout: float = 300) ->
     if reason is not None:
         raise HarnessUnavailable(reason)
     payload = [{"id": str(i), **case} for i, case in enumerate(cases)]
-    proc = subprocess.run(
-        ["node", str(PROVIDER_SCRIPT)],
-        input=json.dumps(payload).encode(),
-        capture_output=True,
-        timeout=timeout,
-        cwd=HERE,
-        env={**os.environ, "NODE_NO_WARNINGS": "1"},
-        check=False,
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(
-            f"provider_diff.mjs failed ({proc.returncode}): {proc.stderr.decode()[-2000:]}"
-        )
-    results = json.loads(proc.stdout)
+    results = _run_node(PROVIDER_SCRIPT, payload, timeout)
     failed = [r for r in results if r.get("error")]
     if failed:
         raise RuntimeError(f"the AI SDK could not run case {failed[0]['id']}: {failed[0]['error']}")

@@ -42,6 +42,8 @@ from translators.kit.provider import (
     ProviderSettings,
     apply_overrides,
     parse_data_url,
+    provider_error,
+    start_chunks,
     steps_of,
     system_prompt,
 )
@@ -100,11 +102,7 @@ class AnthropicMessagesTranslator(Translator):
         if self._started:
             return []
         self._started = True
-        start: Chunk = {"type": "start"}
-        if isinstance(model, str) and model:
-            self._metadata["model"] = model
-            start["messageMetadata"] = {"model": model}
-        return [start, {"type": "start-step"}]
+        return start_chunks(self._metadata, model)
 
     def _on_message_start(self, event: dict[str, Any]) -> Sequence[Item]:
         message = require_dict(event.get("message"), "'message'")
@@ -459,18 +457,10 @@ def _request(turn: TurnInput) -> HttpRequest:
 
 
 def _error_frame(status: int, body: bytes) -> str:
-    """Anthropic's own error event when the body is one (its message is what the user should
-    read), else a generic one."""
-    try:
-        parsed = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        parsed = None
-    if isinstance(parsed, dict) and isinstance(parsed.get("error"), dict):
-        return orjson.dumps({"type": "error", "error": parsed["error"]}).decode()
-    message = f"The model provider refused the request ({status})."
-    return orjson.dumps(
-        {"type": "error", "error": {"type": "api_error", "message": message}}
-    ).decode()
+    """Anthropic's ``error`` event for a refused request (translated like one mid-stream)."""
+    error = provider_error(status, body)
+    error.setdefault("type", "api_error")
+    return orjson.dumps({"type": "error", "error": error}).decode()
 
 
 # -- the demo ------------------------------------------------------------------------------------

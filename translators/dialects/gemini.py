@@ -40,6 +40,8 @@ from translators.kit.provider import (
     ProviderSettings,
     apply_overrides,
     parse_data_url,
+    provider_error,
+    start_chunks,
     steps_of,
     system_prompt,
 )
@@ -119,14 +121,10 @@ class GeminiTranslator(Translator):
         if self._started:
             return []
         self._started = True
-        start: Chunk = {"type": "start"}
-        model = event.get("modelVersion")
-        if isinstance(model, str) and model:
-            self._metadata["model"] = model
-            start["messageMetadata"] = {"model": model}
+        chunks = start_chunks(self._metadata, event.get("modelVersion"))
         if isinstance(event.get("responseId"), str):
             self._metadata["responseId"] = event["responseId"]
-        return [start, {"type": "start-step"}]
+        return chunks
 
     def _on_chunk(self, event: dict[str, Any]) -> Sequence[Item]:
         out: list[Item] = [*self._begin(event)]
@@ -395,17 +393,8 @@ def _request(turn: TurnInput) -> HttpRequest:
 
 
 def _error_frame(status: int, body: bytes) -> str:
-    """Google's error object (its message is what the user should read), or a generic one."""
-    try:
-        parsed = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        parsed = None
-    if isinstance(parsed, list) and parsed:  # some Google front ends wrap the error in a list
-        parsed = parsed[0]
-    if isinstance(parsed, dict) and isinstance(parsed.get("error"), dict):
-        return orjson.dumps({"error": parsed["error"]}).decode()
-    message = f"The model provider refused the request ({status})."
-    return orjson.dumps({"error": {"message": message}}).decode()
+    """Google's error chunk for a refused request (translated like one mid-stream)."""
+    return orjson.dumps({"error": provider_error(status, body)}).decode()
 
 
 # -- the demo ------------------------------------------------------------------------------------

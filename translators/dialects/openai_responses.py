@@ -36,7 +36,14 @@ from translators.kit import (
     require_str,
     usage_metadata,
 )
-from translators.kit.provider import ProviderSettings, apply_overrides, steps_of, system_prompt
+from translators.kit.provider import (
+    ProviderSettings,
+    apply_overrides,
+    provider_error,
+    start_chunks,
+    steps_of,
+    system_prompt,
+)
 
 __all__ = ["DIALECT", "OpenAIResponsesSettings", "OpenAIResponsesTranslator"]
 
@@ -153,11 +160,7 @@ class OpenAIResponsesTranslator(Translator):
         if self._started:
             return []
         self._started = True
-        start: Chunk = {"type": "start"}
-        if isinstance(model, str) and model:
-            self._metadata["model"] = model
-            start["messageMetadata"] = {"model": model}
-        return [start, {"type": "start-step"}]
+        return start_chunks(self._metadata, model)
 
     def _on_created(self, event: dict[str, Any]) -> Sequence[Item]:
         response = require_dict(event.get("response"), "'response'")
@@ -512,15 +515,8 @@ def _request(turn: TurnInput) -> HttpRequest:
 
 
 def _error_frame(status: int, body: bytes) -> str:
-    """OpenAI's error object as an ``error`` event (its message is what the user should read)."""
-    try:
-        parsed = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        parsed = None
-    if isinstance(parsed, dict) and isinstance(parsed.get("error"), dict):
-        return orjson.dumps({"type": "error", "error": parsed["error"]}).decode()
-    message = f"The model provider refused the request ({status})."
-    return orjson.dumps({"type": "error", "error": {"message": message}}).decode()
+    """An ``error`` event for a refused request (translated like one mid-stream)."""
+    return orjson.dumps({"type": "error", "error": provider_error(status, body)}).decode()
 
 
 # -- the demo ------------------------------------------------------------------------------------

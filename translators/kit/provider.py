@@ -1,9 +1,11 @@
-"""What the model-provider dialects share on the request side: settings and history helpers.
+"""What the model-provider dialects share: settings, history helpers, the start of an answer and
+a refused request's error.
 
 A provider dialect builds each request from the ``UIMessage`` history the client sends (the
 provider keeps no conversation), so every one of them needs the same pieces: the deployment's
 model, key, system prompt, tools and generation options; which of them the client may override
-per request; the history cut into model steps; files given as data URLs or http URLs.
+per request; the history cut into model steps; files given as data URLs or http URLs. On the
+way back, each answer starts the same way and a refusal carries the provider's own message.
 """
 
 from __future__ import annotations
@@ -15,14 +17,18 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from protocol_specs.chat_request import UIMessage
+from translators.core.turn import Chunk
 from translators.kit.dialect import RequestRejected, TurnInput
 
 __all__ = [
     "DataUrl",
     "ProviderSettings",
+    "provider_error",
+    "start_chunks",
     "apply_overrides",
     "parse_data_url",
     "steps_of",
@@ -130,3 +136,29 @@ def parse_data_url(url: str) -> DataUrl | None:
             raise RequestRejected(f"A file's data URL is not valid base64: {exc}") from exc
         return DataUrl(media_type, payload)
     return DataUrl(media_type, base64.b64encode(unquote_to_bytes(payload)).decode("ascii"))
+
+
+def start_chunks(metadata: dict[str, Any], model: Any) -> list[Chunk]:
+    """``start`` (with ``messageMetadata {model}`` when the provider named one, which is also
+    noted in ``metadata`` for the finish) and ``start-step``: how every provider answer begins."""
+    start: Chunk = {"type": "start"}
+    if isinstance(model, str) and model:
+        metadata["model"] = model
+        start["messageMetadata"] = {"model": model}
+    return [start, {"type": "start-step"}]
+
+
+def provider_error(status: int, body: bytes) -> dict[str, Any]:
+    """The ``error`` object of a provider's refusal (``{"error": {...}}``, or a list of one, as
+    some Google front ends send): its message is what the user should read. A generic one naming
+    the status when the body is not that."""
+    try:
+        parsed = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        parsed = None
+    if isinstance(parsed, list) and parsed:
+        parsed = parsed[0]
+    if isinstance(parsed, dict) and isinstance(parsed.get("error"), dict):
+        error: dict[str, Any] = parsed["error"]
+        return error
+    return {"message": f"The model provider refused the request ({status})."}

@@ -27,9 +27,11 @@ first chunk                           ``start`` (``messageMetadata {model}`` fro
                                       signature becomes an empty part with it
 ``functionCall``                      ``tool-input-start`` / ``tool-input-delta`` (the JSON of
                                       ``args``) / ``tool-input-available``, id from ``id`` or
-                                      generated. Streamed arguments (``partialArgs``, Gemini 3)
-                                      are not supported yet: such parts go to the unknown-event
-                                      policy
+                                      generated. Streamed arguments (``partialArgs``, Gemini 3's
+                                      ``streamFunctionCallArguments``): ``tool-input-start`` when
+                                      the call is named, the values accumulated by JSON path, and
+                                      ``tool-input-available`` when nothing more will come (no
+                                      partial input on screen meanwhile)
 ``executableCode`` /                  a ``providerExecuted`` ``code_execution`` tool call (input
 ``codeExecutionResult``               ``{language, code}``) and its output ``{outcome, output}``
 ``inlineData``                        a ``file`` part (data URL)

@@ -13,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from tests.gateway_harness import http_upstream, post, running_gateway, sse_response, user_body
-from tests.helpers import decode_sse, new_turn, of_type, provider_turn, text_of, text_part
+from tests.helpers import decode_sse, new_turn, of_type, provider_turn, text_of, text_part, types
 from translators.dialects.gemini import DIALECT, GeminiSettings, request_body
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "gemini"
@@ -150,14 +150,33 @@ def test_path_key_tools_and_generation_options() -> None:
     }
 
 
-def test_streamed_function_arguments_are_not_lost_silently() -> None:
+def test_streamed_arguments_build_nested_values_and_ignore_bad_paths() -> None:
     turn = new_turn("gemini")
-    partial = {
-        "functionCall": {"name": "f", "partialArgs": [{"jsonPath": "$.a"}], "willContinue": True}
-    }
-    chunks = turn.feed({"candidates": [{"content": {"parts": [partial]}}]})
-    (part,) = of_type(chunks, "data-gemini-part")
-    assert part["data"]["functionCall"]["name"] == "f"
+
+    def call(**fields: Any) -> dict[str, Any]:
+        return {"candidates": [{"content": {"parts": [{"functionCall": fields}]}}]}
+
+    chunks = [
+        *turn.feed(call(name="f", willContinue=True)),
+        *turn.feed(
+            call(
+                partialArgs=[
+                    {"jsonPath": "$.a.b[0].c", "stringValue": "x", "willContinue": True},
+                    {"jsonPath": "$.a.b[0].c", "stringValue": "y"},
+                    {"jsonPath": "$.tags[]"},
+                    {"jsonPath": "$.a.b[5]", "numberValue": 1},  # a gap: ignored
+                    {"jsonPath": "$.n", "nullValue": None},
+                ],
+                willContinue=True,
+            )
+        ),
+        *turn.feed(call()),
+    ]
+    assert types(chunks) == ["start", "start-step", "tool-input-start", "tool-input-available"]
+    (available,) = of_type(chunks, "tool-input-available")
+    assert available["input"] == {"a": {"b": [{"c": "xy"}]}, "tags": [], "n": None}
+    malformed = turn.feed(call(partialArgs=[{"jsonPath": "$.x", "stringValue": "late"}]))
+    assert of_type(list(malformed), "data-upstream-malformed")
 
 
 def test_finish_waits_for_usage_and_the_body_end_closes_it() -> None:

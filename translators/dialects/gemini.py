@@ -70,6 +70,8 @@ class GeminiTranslator(Translator):
         self._finish_reason: str | None = None
         self._metadata: dict[str, Any] = {}
         self._usage: dict[str, Any] | None = None
+        #: A function call whose arguments are streaming (``partialArgs``).
+        self._streaming: _StreamedCall | None = None
 
     def event_type(self, event: dict[str, Any]) -> str | None:
         if "error" in event and "candidates" not in event:
@@ -112,7 +114,8 @@ class GeminiTranslator(Translator):
 
     def end_of_stream(self, terminal: bool) -> Sequence[Item]:
         if self._finish_reason is not None:
-            return [*self._tools.complete(), *self.end_parts(), *self._finish()]
+            out = [*self._finish_streamed(), *self._tools.complete(), *self.end_parts()]
+            return [*out, *self._finish()]
         return []
 
     # -- chunks ----------------------------------------------------------------------------------
@@ -141,6 +144,7 @@ class GeminiTranslator(Translator):
             candidate = require_dict(candidates[0], "a candidate")
             out += self._on_candidate(candidate)
         if self._finish_reason is not None and self._usage is not None:
+            out += self._finish_streamed()
             out += self._tools.complete()
             out += self.end_parts()
             out += self._finish()
@@ -223,8 +227,11 @@ class GeminiTranslator(Translator):
         return out
 
     def _function(self, call: dict[str, Any], meta: dict[str, Any] | None) -> Sequence[Item]:
-        if "partialArgs" in call or call.get("willContinue") is True:
-            return self.unknown("gemini-part", {"functionCall": call})
+        partial = call.get("partialArgs")
+        if partial is not None or call.get("willContinue") is True:
+            return self._streamed_function(call, partial, meta)
+        if not call.get("name") and not call.get("args") and self._streaming is not None:
+            return self._finish_streamed()  # the empty part that ends a streamed call
         name = call.get("name")
         if not isinstance(name, str) or not name:
             raise MalformedEvent("a functionCall needs a name")
@@ -245,6 +252,57 @@ class GeminiTranslator(Translator):
                 chunk["providerMetadata"] = meta
         self._function_call = True
         return [*out, *done]
+
+    def _streamed_function(
+        self, call: dict[str, Any], partial: Any, meta: dict[str, Any] | None
+    ) -> list[Chunk]:
+        """A call whose arguments stream as ``partialArgs`` (values by JSON path): announced
+        at once, its arguments accumulated, completed when nothing more will come."""
+        out: list[Chunk] = []
+        name = call.get("name")
+        if isinstance(name, str) and name:
+            out += self._finish_streamed()
+            out += self.end_parts()
+            call_id = call.get("id")
+            self._streaming = _StreamedCall(
+                call_id if isinstance(call_id, str) and call_id else self.ids("call"), name, meta
+            )
+            out.append(
+                {
+                    "type": "tool-input-start",
+                    "toolCallId": self._streaming.call_id,
+                    "toolName": name,
+                    **self.tool_flags(),
+                }
+            )
+        streaming = self._streaming
+        if streaming is None:
+            raise MalformedEvent("partialArgs for no function call")
+        if meta:
+            streaming.meta = meta
+        continues = call.get("willContinue") is True
+        for arg in require_list(partial or [], "'partialArgs'"):
+            streaming.add(require_dict(arg, "a partial argument"))
+            continues = continues or arg.get("willContinue") is True
+        if not continues:
+            out += self._finish_streamed()
+        return out
+
+    def _finish_streamed(self) -> list[Chunk]:
+        streaming, self._streaming = self._streaming, None
+        if streaming is None:
+            return []
+        self._function_call = True
+        chunk: Chunk = {
+            "type": "tool-input-available",
+            "toolCallId": streaming.call_id,
+            "toolName": streaming.name,
+            **self.tool_flags(),
+            "input": streaming.args,
+        }
+        if streaming.meta:
+            chunk["providerMetadata"] = streaming.meta
+        return [chunk]
 
     def _grounding(self, grounding: Any) -> list[Chunk]:
         chunks = grounding.get("groundingChunks") if isinstance(grounding, dict) else None
@@ -303,6 +361,83 @@ class GeminiTranslator(Translator):
         if isinstance(status, str) and status:
             text = f"{status}: {text}"
         return [CloseRequest(CloseReason.UPSTREAM_ERROR, text)]
+
+
+class _StreamedCall:
+    """The arguments of a streamed function call, built from ``partialArgs`` entries: a value
+    at a JSON path (``$.recipe.steps[0]``), strings arriving in pieces, containers opened by an
+    entry without a value."""
+
+    def __init__(self, call_id: str, name: str, meta: dict[str, Any] | None) -> None:
+        self.call_id, self.name, self.meta = call_id, name, meta
+        self.args: dict[str, Any] = {}
+
+    def add(self, arg: dict[str, Any]) -> None:
+        path = arg.get("jsonPath")
+        if not isinstance(path, str):
+            raise MalformedEvent("a partial argument needs a jsonPath")
+        is_array = path.endswith("[]")
+        segments = _path_segments(path.removesuffix("[]").removeprefix("$").lstrip("."))
+        if not segments:
+            return
+        parent: Any = self.args
+        for segment, following in zip(segments, segments[1:], strict=False):
+            parent = _child(parent, segment, [] if isinstance(following, int) else {})
+            if parent is None:
+                return  # a path through a value that is not a container: ignored
+        leaf = segments[-1]
+        existing = _get(parent, leaf)
+        if isinstance(arg.get("stringValue"), str):
+            value: Any = arg["stringValue"]
+            if isinstance(existing, str):
+                value = existing + value
+        elif "numberValue" in arg or "boolValue" in arg:
+            value = arg.get("numberValue", arg.get("boolValue"))
+        elif "nullValue" in arg:
+            value = None
+        elif existing is None and arg.get("willContinue") is not True:
+            value = [] if is_array else {}
+        else:
+            return
+        _set(parent, leaf, value)
+
+
+def _path_segments(path: str) -> list[str | int]:
+    segments: list[str | int] = []
+    for part in path.split(".") if path else ():
+        name, _, rest = part.partition("[")
+        if name:
+            segments.append(name)
+        for index in rest.replace("]", "").split("["):
+            if index.isdigit():
+                segments.append(int(index))
+    return segments
+
+
+def _get(container: Any, key: str | int) -> Any:
+    if isinstance(container, dict):
+        return container.get(key)
+    if isinstance(container, list) and isinstance(key, int) and key < len(container):
+        return container[key]
+    return None
+
+
+def _set(container: Any, key: str | int, value: Any) -> None:
+    if isinstance(container, dict):
+        container[key] = value
+    elif isinstance(container, list) and isinstance(key, int) and key <= len(container):
+        if key == len(container):
+            container.append(value)
+        else:
+            container[key] = value
+
+
+def _child(container: Any, key: str | int, empty: Any) -> Any:
+    child = _get(container, key)
+    if child is None:
+        _set(container, key, empty)
+        child = _get(container, key)
+    return child if isinstance(child, (dict, list)) else None
 
 
 _MEDIA_TYPES = {

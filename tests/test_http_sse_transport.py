@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
+import trustme
 
 from gateway.errors import UpstreamClosed, UpstreamTimeout, UpstreamUnavailable
 from gateway.transports.base import UpstreamEnded
@@ -288,3 +290,41 @@ async def test_a_slow_reader_stops_reading_and_closing_mid_body_aborts() -> None
         async with asyncio.timeout(2):
             await state.closed.wait()  # the provider saw the request go away
         await pool.aclose()
+
+
+async def test_https_upstreams_are_verified_and_kept_alive() -> None:
+    """TLS with a test CA (trustme): the request goes through, SNI and verification included;
+    a pool that does not trust the CA refuses the server."""
+    ca = trustme.CA()
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("localhost").configure_cert(server_context)
+    client_context = ssl.create_default_context()
+    ca.configure_trust(client_context)
+
+    def handler(state: RawServer) -> Handler:
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            while True:
+                await state.read_request(reader)
+                writer.write(SSE_HEAD + chunked(b"data: secure\n\n"))
+                await writer.drain()
+
+        return serve
+
+    state = RawServer(lambda r, w: asyncio.sleep(0))
+    state.handler = handler(state)
+    server = await asyncio.start_server(state._serve, "127.0.0.1", 0, ssl=server_context)
+    port = server.sockets[0].getsockname()[1]
+    url = f"https://localhost:{port}/v1/stream"
+    try:
+        pool = HttpConnectionPool(ssl_context=client_context)
+        for _ in range(2):
+            upstream = await open_(pool, url)
+            assert await drain(upstream) == ["secure"]
+            await upstream.aclose()
+        await pool.aclose()
+        assert state.connections == 1
+        assert b"host: localhost:%d" % port in state.requests[0].lower()
+        with pytest.raises(UpstreamUnavailable):
+            await open_(HttpConnectionPool(), url)  # the system CAs do not know the test CA
+    finally:
+        server.close()

@@ -283,11 +283,18 @@ def _header(response: h11.Response, name: bytes) -> bytes:
 class HttpConnectionPool:
     """Keep-alive connections per origin, for the turns of one gateway."""
 
-    def __init__(self, max_idle_per_origin: int = 64, idle_timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        max_idle_per_origin: int = 64,
+        idle_timeout: float = 30.0,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
         self.max_idle = max_idle_per_origin
         self.idle_timeout = idle_timeout
         self._idle: dict[Origin, list[_Shell]] = {}
-        self._ssl: ssl.SSLContext | None = None
+        #: For https origins; the default verifies with the system's CAs (``SSL_CERT_FILE`` /
+        #: ``SSL_CERT_DIR`` point elsewhere, e.g. a company proxy's CA).
+        self._ssl = ssl_context
 
     async def connect(self, origin: Origin, connect_timeout: float) -> _Shell:
         loop = asyncio.get_running_loop()

@@ -35,9 +35,9 @@ test: install lint
 e2e: install
 	$(BIN)/python -m pytest -m e2e -s
 
-# DIALECT=anthropic-messages (or openai-responses, gemini…) plays that dialect's demo upstream.
+# agent-ops-v2's demo by default; DIALECT=anthropic-messages (ag-ui, gemini…) plays another's.
 demo: install
-	$(BIN)/chunkbridge demo $(if $(DIALECT),--dialect $(DIALECT))
+	$(BIN)/chunkbridge demo --dialect $(or $(DIALECT),agent-ops-v2)
 
 # ruff (style, sans-I/O imports), mypy --strict, import-linter (the core imports no dialect…).
 lint: install

@@ -66,6 +66,8 @@ def servers(built_app: Path):
     try:
         with process(
             "demo",
+            "--dialect",
+            "agent-ops-v2",
             "--port",
             str(gateway_port),
             "--cors-origins",

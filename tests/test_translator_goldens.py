@@ -14,6 +14,7 @@ from translators.core.sse_codec import encode_chunks
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 DIALECTS = (
+    "ag-ui",
     "agent-ops-v2",
     "anthropic-messages",
     "gemini",

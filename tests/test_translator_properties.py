@@ -251,7 +251,52 @@ GEMINI = [
     ),
     st.just({"candidates": "bad"}),
 ]
+MID = st.sampled_from(["m1", "m2"])
+PATCH = st.one_of(
+    st.just([{"op": "add", "path": "/a", "value": 1}]),
+    st.just([{"op": "remove", "path": "/missing"}]),
+    st.lists(VALUE, max_size=2),
+    JUNK,
+)
+AG_UI = [
+    ev("RUN_STARTED", threadId=TEXT, runId=TEXT),
+    ev(
+        "RUN_FINISHED",
+        outcome=st.one_of(
+            st.just({"type": "success"}),
+            st.just({"type": "interrupt", "interrupts": [{"id": "i1", "reason": "r"}]}),
+            st.just({"type": "cancelled"}),
+            JUNK,
+        ),
+    ),
+    ev("RUN_ERROR", message=st.one_of(TEXT, JUNK), code=TEXT),
+    ev("TEXT_MESSAGE_START", messageId=MID),
+    ev("TEXT_MESSAGE_CONTENT", messageId=st.one_of(MID, JUNK), delta=st.one_of(TEXT, JUNK)),
+    ev("TEXT_MESSAGE_END", messageId=MID),
+    ev("TEXT_MESSAGE_CHUNK", messageId=MID, delta=TEXT),
+    ev("REASONING_MESSAGE_CONTENT", messageId=MID, delta=TEXT),
+    ev("REASONING_MESSAGE_END", messageId=MID),
+    ev("THINKING_TEXT_MESSAGE_CONTENT", delta=TEXT),
+    ev("THINKING_END"),
+    ev("REASONING_ENCRYPTED_VALUE", entityId=MID, encryptedValue=TEXT, subtype=TEXT),
+    ev("TOOL_CALL_START", toolCallId=CALL, toolCallName=st.sampled_from(["f", "g"])),
+    ev("TOOL_CALL_ARGS", toolCallId=CALL, delta=st.sampled_from(["{", "}", '"a":1'])),
+    ev("TOOL_CALL_END", toolCallId=CALL),
+    ev("TOOL_CALL_CHUNK", toolCallId=CALL, toolCallName=st.sampled_from(["f"]), delta=TEXT),
+    ev("TOOL_CALL_RESULT", toolCallId=CALL, content=st.one_of(TEXT, JUNK), error=TEXT),
+    ev("STATE_SNAPSHOT", snapshot=VALUE),
+    ev("STATE_DELTA", delta=PATCH),
+    ev("ACTIVITY_SNAPSHOT", messageId=MID, activityType=TEXT, content=VALUE),
+    ev("ACTIVITY_DELTA", messageId=MID, activityType=TEXT, patch=PATCH),
+    ev("STEP_STARTED", stepName=st.one_of(TEXT, JUNK)),
+    ev("SUBAGENT_STARTED", subagentRunId=CALL, name=TEXT),
+    ev("TEXT_MESSAGE_CONTENT", messageId=MID, delta=TEXT, subagentRunId=CALL),
+    ev("CUSTOM", name=TEXT, value=VALUE),
+    ev("MESSAGES_SNAPSHOT", messages=VALUE),
+    ev("SOMETHING_NEW", x=VALUE),
+]
 DIALECT_EVENTS = {
+    "ag-ui": AG_UI,
     "agent-ops-v2": AGENT_OPS,
     "open-harness": HARNESS,
     "openai-chat": OPENAI,

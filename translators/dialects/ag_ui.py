@@ -1,0 +1,537 @@
+"""The ``ag-ui`` dialect: AG-UI 1.0 agents (pydantic-ai, LangGraph, CrewAI, Mastra, AgentCore…).
+
+Events → UI chunks (mapping and reasons: ``protocol_specs/ag_ui.py``), and the run request: a
+``RunAgentInput`` POSTed over HTTP (SSE back) or sent as the first WebSocket frame.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator, Sequence
+from typing import Any, Literal
+
+import jsonpatch
+from pydantic import BaseModel, ConfigDict, Field
+
+from protocol_specs import ag_ui as spec
+from translators.kit import (
+    Chunk,
+    CloseReason,
+    CloseRequest,
+    DemoStep,
+    Dialect,
+    HttpRequest,
+    HttpSseContract,
+    IndexedParts,
+    Item,
+    MalformedEvent,
+    Pause,
+    RequestRejected,
+    StreamedToolCalls,
+    Translator,
+    TranslatorOptions,
+    TurnInput,
+    WebSocketContract,
+    error_message,
+    optional_str,
+    require_list,
+    require_str,
+)
+from translators.kit.provider import apply_overrides, start_chunks, steps_of
+
+__all__ = ["DIALECT", "AgUiSettings", "AgUiTranslator"]
+
+_PROVIDER = "agUi"
+#: The part key of the one reasoning part a 0.x ``THINKING_TEXT_MESSAGE_*`` run has.
+_THINKING = "thinking"
+#: What a plain text content event holds (anything else takes the general path).
+_FAST_KEYS = frozenset({"type", "messageId", "delta", "timestamp"})
+_CHUNK_EVENTS = frozenset({"TEXT_MESSAGE_CHUNK", "TOOL_CALL_CHUNK", "REASONING_MESSAGE_CHUNK"})
+
+
+class AgUiTranslator(Translator):
+    HANDLERS = {
+        "RUN_STARTED": "_on_run_started",
+        "RUN_FINISHED": "_on_run_finished",
+        "RUN_ERROR": "_on_run_error",
+        "STEP_STARTED": "_on_step",
+        "STEP_FINISHED": "_on_step",
+        "TEXT_MESSAGE_START": "_on_nothing",
+        "TEXT_MESSAGE_CONTENT": "_on_text",
+        "TEXT_MESSAGE_END": "_on_text_end",
+        "TEXT_MESSAGE_CHUNK": "_on_text_chunk",
+        "REASONING_START": "_on_nothing",
+        "REASONING_END": "_on_reasoning_end",
+        "REASONING_MESSAGE_START": "_on_nothing",
+        "REASONING_MESSAGE_CONTENT": "_on_reasoning",
+        "REASONING_MESSAGE_END": "_on_reasoning_message_end",
+        "REASONING_MESSAGE_CHUNK": "_on_reasoning_chunk",
+        "REASONING_ENCRYPTED_VALUE": "_on_encrypted_value",
+        "TOOL_CALL_START": "_on_tool_start",
+        "TOOL_CALL_ARGS": "_on_tool_args",
+        "TOOL_CALL_END": "_on_tool_end",
+        "TOOL_CALL_CHUNK": "_on_tool_chunk",
+        "TOOL_CALL_RESULT": "_on_tool_result",
+        "STATE_SNAPSHOT": "_on_state_snapshot",
+        "STATE_DELTA": "_on_state_delta",
+        "MESSAGES_SNAPSHOT": "_on_transient",
+        "ACTIVITY_SNAPSHOT": "_on_activity_snapshot",
+        "ACTIVITY_DELTA": "_on_activity_delta",
+        "CUSTOM": "_on_transient",
+        "RAW": "_on_transient",
+        "SUBAGENT_STARTED": "_on_subagent",
+        "SUBAGENT_FINISHED": "_on_subagent",
+        "SUBAGENT_ERROR": "_on_subagent",
+    }
+
+    def __init__(self, options: TranslatorOptions | None = None) -> None:
+        super().__init__(options)
+        settings: AgUiSettings = self.options.settings or AgUiSettings()
+        #: Tools the request declared: the app runs them.
+        self._frontend_tools = frozenset(settings.tools)
+        self._parts = IndexedParts(self.ids)
+        # Whether the agent runs a call shows when its result arrives (then the output carries
+        # providerExecuted); until then an undeclared call looks like any other, so that a call
+        # the agent leaves to the app (pendingToolCallIds) ends at input-available as the app's.
+        self._agent_tools = StreamedToolCalls(self.ids, self.tool_flags())
+        self._app_tools = StreamedToolCalls(self.ids, self.tool_flags())
+        #: tool call id → whether the app runs it (the call's name was declared).
+        self._calls: dict[str, bool] = {}
+        #: calls whose result arrived.
+        self._answered: set[str] = set()
+        self._state: Any = None
+        self._activities: dict[str, Any] = {}
+        self._subagents: dict[str, dict[str, Any]] = {}
+        self._encrypted: dict[str, str] = {}
+        self._started = False
+        self._metadata: dict[str, Any] = {}
+        #: The message a ``*_CHUNK`` event without an id continues, and its kind.
+        self._chunk_message: str | None = None
+        self._chunk_call: str | None = None
+        self._thinking = 0
+        self._fast_message: str | None = None
+
+    def feed(self, event: Any) -> Sequence[Item]:
+        if type(event) is dict and event.get("type") not in _CHUNK_EVENTS:
+            closed = self._end_chunk_runs()
+            if closed:
+                return [*closed, *super().feed(event)]
+        return super().feed(event)
+
+    def event_type(self, event: dict[str, Any]) -> str | None:
+        kind = event.get("type")
+        if not isinstance(kind, str):
+            return None
+        return spec.LEGACY_THINKING.get(kind, kind)
+
+    def fast_text_delta(self, event: dict[str, Any]) -> str | None:
+        message = self._fast_message
+        if message is None or event.get("messageId") != message:
+            return None
+        if event.get("type") != "TEXT_MESSAGE_CONTENT":
+            return None
+        for key in event:
+            if key not in _FAST_KEYS:
+                return None
+        delta = event.get("delta")
+        return delta if type(delta) is str and delta else None
+
+    # -- the run ---------------------------------------------------------------------------------
+
+    def _begin(self) -> list[Chunk]:
+        if self._started:
+            return []
+        self._started = True
+        return start_chunks(self._metadata, None)
+
+    def _on_run_started(self, event: dict[str, Any]) -> Sequence[Item]:
+        if self._started:
+            return []
+        for key in ("threadId", "runId"):
+            value = optional_str(event, key)
+            if value:
+                self._metadata[key] = value
+        out = self._begin()
+        if self._metadata:
+            out[0]["messageMetadata"] = dict(self._metadata)
+        return out
+
+    def _on_run_finished(self, event: dict[str, Any]) -> Sequence[Item]:
+        out: list[Item] = [*self._begin()]
+        outcome = event.get("outcome")
+        outcome = outcome if isinstance(outcome, dict) else {"type": "success"}
+        kind = outcome.get("type", "success")
+        self._metadata["outcome"] = kind
+        for key in ("result", "usage"):
+            if event.get(key) is not None:
+                self._metadata[key] = event[key]
+        out += self._end_all()
+        if kind == "interrupt":
+            for interrupt in outcome.get("interrupts") or []:
+                if isinstance(interrupt, dict) and isinstance(interrupt.get("id"), str):
+                    out.append({"type": "data-interrupt", "id": interrupt["id"], "data": interrupt})
+            finish = "other"
+        elif kind == "cancelled":
+            finish = "other"
+        else:
+            pending = outcome.get("pendingToolCallIds")
+            waiting = bool(pending) or any(c not in self._answered for c in self._calls)
+            finish = "tool-calls" if waiting else "stop"
+        out.append({"type": "finish-step"})
+        out.append(
+            CloseRequest(
+                CloseReason.COMPLETED, finish_reason=finish, message_metadata=self._metadata
+            )
+        )
+        return out
+
+    def _on_run_error(self, event: dict[str, Any]) -> Sequence[Item]:
+        text = error_message(event.get("message"), "The agent failed.")
+        code = event.get("code")
+        if isinstance(code, str) and code and code not in text:
+            text = f"{code}: {text}"
+        return [CloseRequest(CloseReason.UPSTREAM_ERROR, text)]
+
+    def _end_all(self) -> list[Chunk]:
+        return [
+            *self._end_chunk_runs(),
+            *self._agent_tools.complete(),
+            *self._app_tools.complete(),
+            *self._parts.end_all(),
+        ]
+
+    def _on_nothing(self, event: dict[str, Any]) -> Sequence[Item]:
+        self.stats["no-content-event"] += 1
+        return self._begin()
+
+    # -- text and reasoning ----------------------------------------------------------------------
+
+    def _on_text(self, event: dict[str, Any]) -> Sequence[Item]:
+        message = require_str(event, "messageId")
+        delta = require_str(event, "delta")
+        if event.get("subagentRunId") is not None:
+            return self._subagent_text(message, delta, event["subagentRunId"])
+        out = [*self._begin(), *self._parts.delta(message, "text", delta)] if delta else []
+        if delta:
+            self.text_id, self._fast_message = self._parts.part_id(message), message
+        return out
+
+    def _subagent_text(self, message: str, delta: str, run_id: Any) -> list[Chunk]:
+        """A sub-agent's words are not the answer: a reasoning part marked with its run id."""
+        if not delta:
+            return []
+        out = self._begin()
+        if self._parts.part_id(message) is None:
+            out += self._parts.start(message, "reasoning", {_PROVIDER: {"subagentRunId": run_id}})
+        return [*out, *self._parts.delta(message, "reasoning", delta)]
+
+    def _on_text_end(self, event: dict[str, Any]) -> Sequence[Item]:
+        message = require_str(event, "messageId")
+        if message == self._fast_message:
+            self.text_id = self._fast_message = None
+        return self._parts.end(message)
+
+    def _on_text_chunk(self, event: dict[str, Any]) -> Sequence[Item]:
+        self.text_id = self._fast_message = None  # a chunk run ends on other events: no fast path
+        message = optional_str(event, "messageId") or self._chunk_message or self.ids("message")
+        out: list[Item] = []
+        if self._chunk_message is not None and message != self._chunk_message:
+            out += self._parts.end(self._chunk_message)
+        self._chunk_message = message
+        delta = optional_str(event, "delta")
+        if delta:
+            out += [*self._begin(), *self._parts.delta(message, "text", delta)]
+        return out
+
+    def _reasoning_key(self, event: dict[str, Any]) -> str:
+        message = optional_str(event, "messageId")
+        return message or f"{_THINKING}-{self._thinking}"
+
+    def _on_reasoning(self, event: dict[str, Any]) -> Sequence[Item]:
+        delta = require_str(event, "delta")
+        if not delta:
+            return []
+        return [*self._begin(), *self._parts.delta(self._reasoning_key(event), "reasoning", delta)]
+
+    def _on_reasoning_chunk(self, event: dict[str, Any]) -> Sequence[Item]:
+        return self._on_reasoning({**event, "delta": optional_str(event, "delta") or ""})
+
+    def _on_reasoning_message_end(self, event: dict[str, Any]) -> Sequence[Item]:
+        key = self._reasoning_key(event)
+        encrypted = self._encrypted.pop(key, None)
+        meta = {_PROVIDER: {"encryptedValue": encrypted}} if encrypted else None
+        return self._parts.end(key, meta)
+
+    def _on_reasoning_end(self, event: dict[str, Any]) -> Sequence[Item]:
+        out = self._on_reasoning_message_end(event)
+        if optional_str(event, "messageId") is None:
+            self._thinking += 1  # the next 0.x THINKING_START opens a new part
+        return out
+
+    def _on_encrypted_value(self, event: dict[str, Any]) -> Sequence[Item]:
+        entity = require_str(event, "entityId")
+        value = require_str(event, "encryptedValue")
+        if self._parts.part_id(entity) is not None:
+            self._encrypted[entity] = value
+            return []
+        data = {k: v for k, v in event.items() if k in ("subtype", "entityId", "encryptedValue")}
+        return [
+            *self._begin(),
+            {"type": "data-reasoning-encrypted", "data": data, "transient": True},
+        ]
+
+    # -- tools -----------------------------------------------------------------------------------
+
+    def _tools_for(self, call_id: str, name: str | None) -> StreamedToolCalls:
+        app = self._calls.get(call_id)
+        if app is None:
+            app = self._calls[call_id] = name in self._frontend_tools
+        return self._app_tools if app else self._agent_tools
+
+    def _on_tool_start(self, event: dict[str, Any]) -> Sequence[Item]:
+        call_id, name = require_str(event, "toolCallId"), require_str(event, "toolCallName")
+        out = [*self._begin(), *self._parts.end_all()]
+        self.text_id = self._fast_message = None
+        return [*out, *self._tools_for(call_id, name).delta(call_id, call_id=call_id, name=name)]
+
+    def _on_tool_args(self, event: dict[str, Any]) -> Sequence[Item]:
+        call_id = require_str(event, "toolCallId")
+        if call_id not in self._calls:
+            raise MalformedEvent(f"arguments for a call never started ({call_id})")
+        return self._tools_for(call_id, None).delta(call_id, arguments=require_str(event, "delta"))
+
+    def _on_tool_end(self, event: dict[str, Any]) -> Sequence[Item]:
+        call_id = require_str(event, "toolCallId")
+        if call_id not in self._calls:
+            return []
+        return self._tools_for(call_id, None).complete(call_id)
+
+    def _on_tool_chunk(self, event: dict[str, Any]) -> Sequence[Item]:
+        self.text_id = self._fast_message = None
+        call_id = optional_str(event, "toolCallId") or self._chunk_call
+        name = optional_str(event, "toolCallName")
+        out: list[Item] = [*self._begin()]
+        if call_id is None:
+            if name is None:
+                raise MalformedEvent("a TOOL_CALL_CHUNK with neither a call id nor a name")
+            call_id = self.ids("call")
+        if self._chunk_call is not None and call_id != self._chunk_call:
+            out += self._tools_for(self._chunk_call, None).complete(self._chunk_call)
+        self._chunk_call = call_id
+        out += self._tools_for(call_id, name).delta(
+            call_id, call_id=call_id, name=name, arguments=optional_str(event, "delta")
+        )
+        return out
+
+    def _end_chunk_runs(self) -> list[Chunk]:
+        """A ``*_CHUNK`` run ends when another kind of event arrives (as AG-UI's client reads
+        them)."""
+        out: list[Chunk] = []
+        if self._chunk_message is not None:
+            out += self._parts.end(self._chunk_message)
+            self._chunk_message = None
+        if self._chunk_call is not None:
+            out += self._tools_for(self._chunk_call, None).complete(self._chunk_call)
+            self._chunk_call = None
+        return out
+
+    def _on_tool_result(self, event: dict[str, Any]) -> Sequence[Item]:
+        call_id = require_str(event, "toolCallId")
+        out: list[Item] = [*self._begin()]
+        app = self._calls.get(call_id)
+        if app is not None:
+            out += self._tools_for(call_id, None).complete(call_id)  # a result without an END
+            self._answered.add(call_id)
+        # The agent ran it (unless the call was declared as the app's); an unknown call id:
+        # the guard reports it.
+        flags = self.tool_flags(providerExecuted=True) if app is False else self.tool_flags()
+        error = event.get("error")
+        if isinstance(error, str) and error:
+            out.append(
+                {"type": "tool-output-error", "toolCallId": call_id, "errorText": error, **flags}
+            )
+            return out
+        output = spec.tool_output(event.get("content"))
+        out.append(
+            {"type": "tool-output-available", "toolCallId": call_id, "output": output, **flags}
+        )
+        return out
+
+    # -- state, activities, steps and the rest ---------------------------------------------------
+
+    def _on_state_snapshot(self, event: dict[str, Any]) -> Sequence[Item]:
+        self._state = copy.deepcopy(event.get("snapshot"))
+        return [*self._begin(), {"type": "data-state", "id": "state", "data": self._state}]
+
+    def _on_state_delta(self, event: dict[str, Any]) -> Sequence[Item]:
+        patch = require_list(event.get("delta"), "'delta'")
+        self._state = _patched(self._state if self._state is not None else {}, patch)
+        return [*self._begin(), {"type": "data-state", "id": "state", "data": self._state}]
+
+    def _on_activity_snapshot(self, event: dict[str, Any]) -> Sequence[Item]:
+        message = require_str(event, "messageId")
+        content = copy.deepcopy(event.get("content"))
+        previous = self._activities.get(message)
+        if (
+            event.get("replace") is False
+            and isinstance(previous, dict)
+            and isinstance(content, dict)
+        ):
+            content = {**previous, **content}
+        self._activities[message] = content
+        return [*self._begin(), self._activity(message, event.get("activityType"))]
+
+    def _on_activity_delta(self, event: dict[str, Any]) -> Sequence[Item]:
+        message = require_str(event, "messageId")
+        patch = require_list(event.get("patch"), "'patch'")
+        self._activities[message] = _patched(self._activities.get(message) or {}, patch)
+        return [*self._begin(), self._activity(message, event.get("activityType"))]
+
+    def _activity(self, message: str, activity_type: Any) -> Chunk:
+        data = {"activityType": activity_type, "content": self._activities[message]}
+        return {"type": "data-activity", "id": message, "data": data}
+
+    def _on_step(self, event: dict[str, Any]) -> Sequence[Item]:
+        name = require_str(event, "stepName")
+        status = "started" if event["type"] == "STEP_STARTED" else "finished"
+        part = {"type": "data-step", "id": name, "data": {"name": name, "status": status}}
+        return [*self._begin(), part]
+
+    def _on_subagent(self, event: dict[str, Any]) -> Sequence[Item]:
+        run_id = require_str(event, "subagentRunId")
+        status = {"SUBAGENT_STARTED": "started", "SUBAGENT_FINISHED": "finished"}.get(
+            event["type"], "error"
+        )
+        fields = {k: v for k, v in event.items() if k not in ("type", "timestamp", "rawEvent")}
+        # What each event says is kept: the part is replaced in place, and the finish event does
+        # not repeat the name the start gave.
+        data = self._subagents[run_id] = {**self._subagents.get(run_id, {}), **fields}
+        data["status"] = status
+        return [*self._begin(), {"type": "data-subagent", "id": run_id, "data": dict(data)}]
+
+    def _on_transient(self, event: dict[str, Any]) -> Sequence[Item]:
+        kind = {"MESSAGES_SNAPSHOT": "messages-snapshot", "CUSTOM": "custom", "RAW": "raw"}
+        data = {k: v for k, v in event.items() if k not in ("type", "timestamp")}
+        part = {"type": f"data-{kind[event['type']]}", "data": data, "transient": True}
+        return [*self._begin(), part]
+
+
+def _patched(document: Any, patch: list[Any]) -> Any:
+    """``document`` with the RFC 6902 ``patch`` applied (a new object: earlier chunks that
+    carried the old one are not changed under the encoder's feet)."""
+    try:
+        return jsonpatch.apply_patch(document, patch, in_place=False)
+    except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, TypeError) as exc:
+        raise MalformedEvent(f"the JSON Patch does not apply: {exc}") from exc
+
+
+# -- the upstream contract -----------------------------------------------------------------------
+
+
+class AgUiSettings(BaseModel):
+    """Settings of the ``ag-ui`` dialect (``[ag-ui]`` in the TOML file)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    path: str = Field("", description="path of the agent's endpoint under the upstream URL (HTTP)")
+    thread_id: Literal["session", "chat"] = Field(
+        "session", description="what the run's threadId is: the session id or the chat id"
+    )
+    messages: Literal["full", "latest"] = Field(
+        "full",
+        description="full: the whole history each run (stateless agents); latest: only the "
+        "newest user message (agents that keep the thread)",
+    )
+    tools: dict[str, dict[str, Any]] = Field(
+        {},
+        description="frontend tools by name: {description, input_schema}; the agent may call "
+        "them and the app runs them",
+    )
+    body_overrides: list[str] = Field(
+        [],
+        description="RunAgentInput fields the client's request body may set: state, context, "
+        "forwardedProps, tools",
+    )
+
+
+def run_input(turn: TurnInput) -> dict[str, Any]:
+    """The ``RunAgentInput`` of one turn."""
+    settings: AgUiSettings = turn.settings or AgUiSettings()
+    messages = spec.messages_from_ui(
+        turn.request.messages, steps_of, latest_only=settings.messages == "latest"
+    )
+    if not any(m["role"] == "user" for m in messages):
+        raise RequestRejected("The request has no user message to send.")
+    tools = [
+        {
+            "name": name,
+            "description": definition.get("description") or name,
+            "parameters": definition.get("input_schema") or {"type": "object"},
+        }
+        for name, definition in settings.tools.items()
+    ]
+    body: dict[str, Any] = {
+        "threadId": turn.session_id if settings.thread_id == "session" else turn.chat_id,
+        "runId": turn.run_id,
+        "state": {},
+        "messages": messages,
+        "tools": tools,
+        "context": [],
+        "forwardedProps": {},
+    }
+    return apply_overrides(body, turn, settings.body_overrides)
+
+
+def _request(turn: TurnInput) -> HttpRequest:
+    settings: AgUiSettings = turn.settings or AgUiSettings()
+    return HttpRequest(path=settings.path, body=run_input(turn))
+
+
+# -- the demo ------------------------------------------------------------------------------------
+
+
+def _demo(request: dict[str, Any], turn: int, aborted: Any) -> Iterator[DemoStep]:
+    """A step, reasoning, state, an agent tool with its result, and an answer."""
+    text = ""
+    for message in reversed(request.get("messages") or []):
+        if message.get("role") == "user":
+            content = message.get("content")
+            text = content if isinstance(content, str) else ""
+            break
+    run = {"threadId": request.get("threadId", "demo"), "runId": request.get("runId", "run")}
+    yield {"type": "RUN_STARTED", **run}
+    yield {"type": "STEP_STARTED", "stepName": "plan"}
+    yield {"type": "REASONING_MESSAGE_CONTENT", "messageId": f"r{turn}", "delta": "Planning. "}
+    yield {"type": "REASONING_MESSAGE_END", "messageId": f"r{turn}"}
+    yield {"type": "STATE_SNAPSHOT", "snapshot": {"turn": turn, "todo": ["search", "answer"]}}
+    yield {"type": "STEP_FINISHED", "stepName": "plan"}
+    yield {"type": "TOOL_CALL_START", "toolCallId": f"call-{turn}", "toolCallName": "search"}
+    yield {"type": "TOOL_CALL_ARGS", "toolCallId": f"call-{turn}", "delta": '{"q": "demo"}'}
+    yield {"type": "TOOL_CALL_END", "toolCallId": f"call-{turn}"}
+    yield Pause(0.1)
+    yield {
+        "type": "TOOL_CALL_RESULT",
+        "messageId": f"t{turn}",
+        "toolCallId": f"call-{turn}",
+        "content": '{"hits": 3}',
+    }
+    yield {"type": "STATE_DELTA", "delta": [{"op": "remove", "path": "/todo/0"}]}
+    for word in f"You said: {text}. This answer streams from the demo AG-UI agent.".split(" "):
+        if aborted():
+            return
+        yield Pause(0.04)
+        yield {"type": "TEXT_MESSAGE_CONTENT", "messageId": f"m{turn}", "delta": word + " "}
+    yield {"type": "TEXT_MESSAGE_END", "messageId": f"m{turn}"}
+    yield {"type": "RUN_FINISHED", **run, "outcome": {"type": "success"}}
+
+
+DIALECT = Dialect(
+    name="ag-ui",
+    summary="AG-UI 1.0 agent events (HTTP SSE or WebSocket): pydantic-ai, LangGraph, CrewAI…",
+    translator=AgUiTranslator,
+    websocket=WebSocketContract(prompt_frame=run_input),
+    http=HttpSseContract(request=_request),
+    settings=AgUiSettings,
+    spec=spec.__name__,
+    demo=_demo,
+)

@@ -207,7 +207,9 @@ def test_demo_serves_the_page_and_a_stream_every_client_accepts(real_clients) ->
         assert verdict.finish_reason == "stop"
 
 
-@pytest.mark.parametrize("dialect", ["anthropic-messages", "openai-responses", "gemini", "ag-ui"])
+@pytest.mark.parametrize(
+    "dialect", ["anthropic-messages", "openai-responses", "gemini", "ag-ui", "pi-agent"]
+)
 def test_demo_of_a_provider_dialect_plays_a_mock_provider(dialect: str, real_clients) -> None:
     port = free_port()
     args = ("demo", "--dialect", dialect, "--port", str(port))
@@ -216,17 +218,18 @@ def test_demo_of_a_provider_dialect_plays_a_mock_provider(dialect: str, real_cli
         response = post_chat(base, "demo-1", user_body("What is the weather?"))
         log = httpx.get(f"{base}/demo/upstream-events/demo-1", trust_env=False).json()
     (request,) = log["received"]
-    history = request.get("messages") or request.get("input") or request["contents"]
-    assert "What is the weather?" in orjson.dumps(history[-1]).decode()
+    history = request.get("messages") or request.get("input") or request.get("contents")
+    assert "What is the weather?" in orjson.dumps(history[-1] if history else request).decode()
     last = log["sent"][-1]
-    ends = ("message_stop", "response.completed", "RUN_FINISHED")
+    ends = ("message_stop", "response.completed", "RUN_FINISHED", "agent_end")
     assert last.get("type") in ends or "usageMetadata" in last
     for major, verdict in real_clients.check(response.content).items():
         assert verdict.ok, (major, verdict.fatal)
         assert "What is the weather?" in verdict.text()
         assert verdict.parts("reasoning")[0]["text"]
-        if dialect == "ag-ui":  # the demo agent runs its own tool
-            (tool,) = verdict.parts("tool-search")
+        agent_tools = {"ag-ui": "tool-search", "pi-agent": "tool-read"}
+        if dialect in agent_tools:  # the demo agent runs its own tool
+            (tool,) = verdict.parts(agent_tools[dialect])
             assert tool["state"] == "output-available" and verdict.finish_reason == "stop"
             continue
         (tool,) = verdict.parts("tool-get_weather")

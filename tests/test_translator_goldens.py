@@ -21,6 +21,7 @@ DIALECTS = (
     "open-harness",
     "openai-chat",
     "openai-responses",
+    "pi-agent",
 )
 RECORDINGS = sorted((d, p) for d in DIALECTS for p in (FIXTURES / d).glob("*.jsonl"))
 IDS = [f"{d}/{p.stem}" for d, p in RECORDINGS]

@@ -295,6 +295,58 @@ AG_UI = [
     ev("MESSAGES_SNAPSHOT", messages=VALUE),
     ev("SOMETHING_NEW", x=VALUE),
 ]
+PI_MESSAGE = st.one_of(
+    st.fixed_dictionaries(
+        {"role": st.sampled_from(["assistant", "user", "toolResult"])},
+        optional={
+            "stopReason": st.sampled_from(["stop", "toolUse", "error", "aborted", "x"]),
+            "errorMessage": TEXT,
+            "usage": st.one_of(st.just({"input": 1, "output": 2}), JUNK),
+            "content": st.one_of(st.just([{"type": "text", "text": "t"}]), JUNK),
+        },
+    ),
+    JUNK,
+)
+PI_UPDATE = st.fixed_dictionaries(
+    {
+        "type": st.sampled_from(
+            [
+                "text_start",
+                "text_delta",
+                "text_end",
+                "thinking_delta",
+                "thinking_end",
+                "toolcall_start",
+                "toolcall_delta",
+                "toolcall_end",
+                "done",
+                "error",
+                "image_start",
+            ]
+        )
+    },
+    optional={
+        "contentIndex": st.one_of(st.integers(0, 2), JUNK),
+        "delta": st.one_of(st.sampled_from(["{", "}", "x"]), JUNK),
+        "id": CALL,
+        "toolName": st.sampled_from(["read", "bash"]),
+        "toolCall": st.one_of(st.just({"id": "p1", "name": "read", "arguments": {}}), JUNK),
+    },
+)
+PI = [
+    ev("agent_start"),
+    ev("agent_end", willRetry=st.booleans()),
+    ev("turn_start"),
+    ev("turn_end"),
+    ev("message_start", message=PI_MESSAGE),
+    ev("message_update", assistantMessageEvent=st.one_of(PI_UPDATE, JUNK)),
+    ev("message_end", message=PI_MESSAGE),
+    ev("tool_execution_start", toolCallId=CALL, toolName=st.sampled_from(["read"]), args=VALUE),
+    ev("tool_execution_update", toolCallId=CALL, toolName=TEXT, partialResult=VALUE),
+    ev("tool_execution_end", toolCallId=CALL, toolName=TEXT, result=VALUE, isError=st.booleans()),
+    ev("response", success=st.booleans(), error=TEXT),
+    ev("queue_update", steering=VALUE),
+]
 DIALECT_EVENTS = {
     "ag-ui": AG_UI,
     "agent-ops-v2": AGENT_OPS,
@@ -303,6 +355,7 @@ DIALECT_EVENTS = {
     "anthropic-messages": ANTHROPIC,
     "openai-responses": RESPONSES,
     "gemini": GEMINI,
+    "pi-agent": PI,
 }
 CLOSE = st.sampled_from(list(CloseReason))
 

@@ -1,0 +1,445 @@
+"""The ``pi-agent`` dialect: the agent events of pi's agent core (``pi-agent-core``).
+
+Events → UI chunks (mapping and reasons: ``protocol_specs/pi_agent.py``), and the frames: the
+RPC ``prompt`` command to start a turn, ``abort`` to stop it (WebSocket), or the prompt POSTed
+to a server that answers with the events as SSE.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any, Literal
+
+import orjson
+
+from protocol_specs import pi_agent as spec
+from protocol_specs.pi_agent import STOP_REASONS, USAGE_FIELDS
+from translators.kit import (
+    Chunk,
+    CloseReason,
+    CloseRequest,
+    DemoStep,
+    Dialect,
+    HttpRequest,
+    HttpSseContract,
+    IndexedParts,
+    Item,
+    MalformedEvent,
+    Pause,
+    RequestRejected,
+    StreamedToolCalls,
+    Translator,
+    TranslatorOptions,
+    TurnInput,
+    WebSocketContract,
+    error_message,
+    provider_metadata,
+    require_dict,
+    require_str,
+    usage_metadata,
+)
+
+__all__ = ["DIALECT", "PiAgentTranslator"]
+
+_PROVIDER = "pi"
+
+
+class PiAgentTranslator(Translator):
+    HANDLERS = {
+        "agent_start": "_on_agent_start",
+        "agent_end": "_on_agent_end",
+        "turn_start": "_on_turn_start",
+        "turn_end": "_on_turn_end",
+        "message_start": "_on_message_start",
+        "message_update": "_on_message_update",
+        "message_end": "_on_message_end",
+        "tool_execution_start": "_on_tool_start",
+        "tool_execution_update": "_on_tool_update",
+        "tool_execution_end": "_on_tool_end",
+        "response": "_on_response",
+    }
+
+    def __init__(self, options: TranslatorOptions | None = None) -> None:
+        super().__init__(options)
+        self._parts = IndexedParts(self.ids)
+        self._tools = StreamedToolCalls(self.ids, self.tool_flags())
+        self._started = False
+        self._in_step = False
+        #: The assistant message under way: its blocks by contentIndex, and whether it streamed.
+        self._message = 0
+        self._block_kinds: dict[int, str] = {}
+        self._streamed = False
+        #: Calls whose input was sent (streamed, or whole at message end / execution start).
+        self._calls: set[str] = set()
+        self._stop_reason: str | None = None
+        self._usage: dict[str, int] = {}
+
+    # -- the run ---------------------------------------------------------------------------------
+
+    def _begin(self) -> list[Chunk]:
+        if self._started:
+            return []
+        self._started = True
+        return [{"type": "start"}]
+
+    def _step(self) -> list[Chunk]:
+        out = self._begin()
+        if not self._in_step:
+            self._in_step = True
+            out.append({"type": "start-step"})
+        return out
+
+    def _on_agent_start(self, event: dict[str, Any]) -> Sequence[Item]:
+        return self._begin()  # a retry's second agent_start continues the same answer
+
+    def _on_turn_start(self, event: dict[str, Any]) -> Sequence[Item]:
+        return self._step()
+
+    def _on_turn_end(self, event: dict[str, Any]) -> Sequence[Item]:
+        out = [*self._parts.end_all(), *self._tools.complete()]
+        if self._in_step:
+            self._in_step = False
+            out.append({"type": "finish-step"})
+        return out
+
+    def _on_agent_end(self, event: dict[str, Any]) -> Sequence[Item]:
+        if event.get("willRetry") is True:
+            self.stats["retry"] += 1
+            return []
+        out: list[Item] = [*self._begin(), *self._on_turn_end(event)]
+        reason = self._stop_reason
+        metadata: dict[str, Any] = {}
+        if self._usage:
+            metadata["usage"] = self._usage
+        if reason is not None:
+            metadata["stopReason"] = reason
+        finish = STOP_REASONS.get(reason, "other") if reason is not None else "stop"
+        out.append(
+            CloseRequest(CloseReason.COMPLETED, finish_reason=finish, message_metadata=metadata)
+        )
+        return out
+
+    def _on_response(self, event: dict[str, Any]) -> Sequence[Item]:
+        if event.get("success") is False:
+            text = error_message(event.get("error"), "The agent refused the command.")
+            return [CloseRequest(CloseReason.UPSTREAM_ERROR, text)]
+        self.stats["command-accepted"] += 1
+        return []
+
+    # -- messages --------------------------------------------------------------------------------
+
+    @staticmethod
+    def _assistant(event: dict[str, Any]) -> dict[str, Any] | None:
+        message = require_dict(event.get("message"), "'message'")
+        return message if message.get("role") == "assistant" else None
+
+    def _on_message_start(self, event: dict[str, Any]) -> Sequence[Item]:
+        if self._assistant(event) is None:
+            return []  # the user's prompt, a tool result: the agent's own bookkeeping
+        self._message += 1
+        self._block_kinds = {}
+        self._streamed = False
+        return self._step()
+
+    def _key(self, index: Any) -> tuple[int, int]:
+        if type(index) is not int:
+            raise MalformedEvent("'contentIndex' must be an integer")
+        return (self._message, index)
+
+    def _on_message_update(self, event: dict[str, Any]) -> Sequence[Item]:
+        update = require_dict(event.get("assistantMessageEvent"), "'assistantMessageEvent'")
+        kind = require_str(update, "type")
+        out: list[Item] = [*self._step()]
+        if kind in ("start", "done"):
+            return out
+        if kind == "error":
+            failed = update.get("error")
+            text = failed.get("errorMessage") if isinstance(failed, dict) else None
+            return [CloseRequest(CloseReason.UPSTREAM_ERROR, text or "The model call failed.")]
+        block, _, phase = kind.partition("_")
+        if block not in ("text", "thinking", "toolcall") or phase not in ("start", "delta", "end"):
+            return [*out, *self.unknown(f"message_update:{kind}", update)]
+        self._streamed = True
+        key = self._key(update.get("contentIndex"))
+        if block == "toolcall":
+            return [*out, *self._toolcall(phase, key, update, event)]
+        part: Literal["text", "reasoning"] = "text" if block == "text" else "reasoning"
+        # Parts open with their first text: a block that stays empty (a failed call's) is not
+        # shown, unless its end carries something to keep (a redacted block's signature).
+        if phase == "delta":
+            delta = require_str(update, "delta")
+            if delta:
+                out += self._parts.delta(key, part, delta)
+        elif phase == "end":
+            meta = self._block_metadata(event, key[1])
+            if self._parts.part_id(key) is None and meta:
+                out += self._parts.start(key, part)
+            out += self._parts.end(key, meta)
+        return out
+
+    def _block_metadata(self, event: dict[str, Any], index: int) -> dict[str, Any] | None:
+        """A thinking block's signature, from the partial message when it is there."""
+        partial = event.get("message")
+        update = event.get("assistantMessageEvent") or {}
+        partial = update.get("partial") or partial
+        content = partial.get("content") if isinstance(partial, dict) else None
+        block = content[index] if isinstance(content, list) and index < len(content) else None
+        if not isinstance(block, dict):
+            return None
+        return provider_metadata(
+            _PROVIDER,
+            thinkingSignature=block.get("thinkingSignature"),
+            textSignature=block.get("textSignature"),
+            redacted=block.get("redacted") or None,
+        )
+
+    def _toolcall(
+        self, phase: str, key: tuple[int, int], update: dict[str, Any], event: dict[str, Any]
+    ) -> list[Chunk]:
+        if phase == "start":
+            block = self._partial_block(update, event, key[1])
+            call_id = update.get("id") or block.get("id")
+            name = update.get("toolName") or block.get("name")
+            return self._tools.delta(
+                key,
+                call_id=call_id if isinstance(call_id, str) else None,
+                name=name if isinstance(name, str) else None,
+            )
+        if phase == "delta":
+            return self._tools.delta(key, arguments=require_str(update, "delta"))
+        call = update.get("toolCall")
+        out: list[Chunk] = []
+        if isinstance(call, dict):
+            out += self._tools.delta(
+                key,
+                call_id=call.get("id") if isinstance(call.get("id"), str) else None,
+                name=call.get("name") if isinstance(call.get("name"), str) else None,
+            )
+        done = self._tools.complete(key)
+        for chunk in done:
+            if isinstance(call, dict) and isinstance(call.get("arguments"), dict):
+                # pi's own parse of the arguments is the truth (it repairs partial JSON)
+                chunk.pop("errorText", None)
+                chunk["type"], chunk["input"] = "tool-input-available", call["arguments"]
+            self._calls.add(chunk["toolCallId"])
+        return [*out, *done]
+
+    @staticmethod
+    def _partial_block(update: dict[str, Any], event: dict[str, Any], index: int) -> dict[str, Any]:
+        partial = update.get("partial") or event.get("message")
+        content = partial.get("content") if isinstance(partial, dict) else None
+        if isinstance(content, list) and index < len(content) and isinstance(content[index], dict):
+            block: dict[str, Any] = content[index]
+            return block
+        return {}
+
+    def _on_message_end(self, event: dict[str, Any]) -> Sequence[Item]:
+        message = self._assistant(event)
+        if message is None:
+            return []
+        out: list[Item] = [*self._step()]
+        if not self._streamed:
+            out += self._whole_message(message)
+        out += self._parts.end_all()
+        out += self._tools.complete()
+        reason = message.get("stopReason")
+        if isinstance(reason, str):
+            self._stop_reason = reason
+        usage = usage_metadata(message.get("usage"), USAGE_FIELDS)
+        for name, count in usage.items():
+            self._usage[name] = self._usage.get(name, 0) + count
+        if reason == "error":
+            text = message.get("errorMessage")
+            text = text if isinstance(text, str) and text else "The model call failed."
+            return [*out, CloseRequest(CloseReason.UPSTREAM_ERROR, text)]
+        return out
+
+    def _whole_message(self, message: dict[str, Any]) -> list[Chunk]:
+        """A message that arrived without updates (a server that forwards only message ends)."""
+        out: list[Chunk] = []
+        content = message.get("content")
+        for index, block in enumerate(content if isinstance(content, list) else ()):
+            if not isinstance(block, dict):
+                continue
+            key = (self._message, index)
+            kind = block.get("type")
+            if kind == "text" and isinstance(block.get("text"), str) and block["text"]:
+                out += self._parts.delta(key, "text", block["text"])
+            elif (
+                kind == "thinking" and isinstance(block.get("thinking"), str) and block["thinking"]
+            ):
+                out += self._parts.delta(key, "reasoning", block["thinking"])
+            elif kind == "toolCall":
+                out += self._tools.delta(
+                    key,
+                    call_id=block.get("id"),
+                    name=block.get("name"),
+                    arguments=orjson.dumps(block.get("arguments") or {}).decode(),
+                )
+                for chunk in self._tools.complete(key):
+                    self._calls.add(chunk["toolCallId"])
+                    out.append(chunk)
+                continue
+            else:
+                continue
+            out += self._parts.end(key)
+        return out
+
+    # -- tool execution ----------------------------------------------------------------------------
+
+    def _on_tool_start(self, event: dict[str, Any]) -> Sequence[Item]:
+        call_id, name = require_str(event, "toolCallId"), require_str(event, "toolName")
+        out: list[Item] = [*self._step()]
+        if call_id not in self._calls:  # never streamed: announce it whole
+            self._calls.add(call_id)
+            base = {"toolCallId": call_id, "toolName": name, **self.tool_flags()}
+            out.append({"type": "tool-input-start", **base})
+            out.append({"type": "tool-input-available", **base, "input": event.get("args") or {}})
+        return out
+
+    def _on_tool_update(self, event: dict[str, Any]) -> Sequence[Item]:
+        call_id = require_str(event, "toolCallId")
+        if call_id not in self._calls:
+            return list(self._on_tool_start(event))
+        output = event.get("partialResult")
+        flags = self.tool_flags(providerExecuted=True)
+        return [
+            {
+                "type": "tool-output-available",
+                "toolCallId": call_id,
+                "output": output,
+                "preliminary": True,
+                **flags,
+            }
+        ]
+
+    def _on_tool_end(self, event: dict[str, Any]) -> Sequence[Item]:
+        call_id = require_str(event, "toolCallId")
+        out: list[Item] = []
+        if call_id not in self._calls:
+            out += self._on_tool_start(event)
+        result = event.get("result")
+        flags = self.tool_flags(providerExecuted=True)
+        if event.get("isError") is True:
+            text = _result_text(result) or "The tool failed."
+            out.append(
+                {"type": "tool-output-error", "toolCallId": call_id, "errorText": text, **flags}
+            )
+        else:
+            out.append(
+                {"type": "tool-output-available", "toolCallId": call_id, "output": result, **flags}
+            )
+        return out
+
+
+def _result_text(result: Any) -> str:
+    content = result.get("content") if isinstance(result, dict) else None
+    if isinstance(content, list):
+        return "".join(c.get("text", "") for c in content if isinstance(c, dict))
+    return error_message(result, "")
+
+
+# -- the upstream contract -----------------------------------------------------------------------
+
+
+def prompt_frame(turn: TurnInput) -> dict[str, Any]:
+    prompt = turn.require_prompt()
+    images = spec.prompt_images(prompt.files)
+    if len(images) != len(prompt.files):
+        raise RequestRejected("pi takes images only (as data URLs); other files cannot be sent.")
+    frame: dict[str, Any] = {"type": "prompt", "id": turn.run_id, "message": prompt.text}
+    if images:
+        frame["images"] = images
+    return frame
+
+
+def _request(turn: TurnInput) -> HttpRequest:
+    return HttpRequest(path="", body=prompt_frame(turn))
+
+
+# -- the demo ------------------------------------------------------------------------------------
+
+
+def _demo(frame: dict[str, Any], turn: int, aborted: Any) -> Iterator[DemoStep]:
+    """One turn that reads a file with a tool, then a turn that answers."""
+    text = frame.get("message", "")
+    usage = {"input": 20, "output": 12, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 32}
+    assistant = {"role": "assistant", "content": [], "stopReason": "toolUse", "usage": usage}
+    call = {
+        "type": "toolCall",
+        "id": f"call-{turn}",
+        "name": "read",
+        "arguments": {"path": "README.md"},
+    }
+    yield {"type": "agent_start"}
+    yield {"type": "turn_start"}
+    yield {"type": "message_start", "message": assistant}
+    yield {
+        "type": "message_update",
+        "message": assistant,
+        "assistantMessageEvent": {
+            "type": "thinking_delta",
+            "contentIndex": 0,
+            "delta": "I should read the README first.",
+        },
+    }
+    yield {
+        "type": "message_update",
+        "message": assistant,
+        "assistantMessageEvent": {
+            "type": "toolcall_start",
+            "contentIndex": 1,
+            "id": call["id"],
+            "toolName": "read",
+        },
+    }
+    yield {
+        "type": "message_update",
+        "message": assistant,
+        "assistantMessageEvent": {"type": "toolcall_end", "contentIndex": 1, "toolCall": call},
+    }
+    yield {"type": "message_end", "message": assistant}
+    yield {
+        "type": "tool_execution_start",
+        "toolCallId": call["id"],
+        "toolName": "read",
+        "args": call["arguments"],
+    }
+    yield Pause(0.2)
+    result = {"content": [{"type": "text", "text": "# chunkbridge …"}], "details": {"lines": 512}}
+    yield {
+        "type": "tool_execution_end",
+        "toolCallId": call["id"],
+        "toolName": "read",
+        "result": result,
+        "isError": False,
+    }
+    yield {"type": "turn_end", "message": assistant, "toolResults": []}
+    yield {"type": "turn_start"}
+    answer = {**assistant, "stopReason": "stop"}
+    yield {"type": "message_start", "message": answer}
+    for word in f"You said: {text}. This answer streams from the demo pi agent.".split(" "):
+        if aborted():
+            return
+        yield Pause(0.04)
+        yield {
+            "type": "message_update",
+            "message": answer,
+            "assistantMessageEvent": {"type": "text_delta", "contentIndex": 0, "delta": word + " "},
+        }
+    yield {"type": "message_end", "message": answer}
+    yield {"type": "turn_end", "message": answer, "toolResults": []}
+    yield {"type": "agent_end", "messages": []}
+
+
+DIALECT = Dialect(
+    name="pi-agent",
+    summary="pi agent core events (agent_start … agent_end), WebSocket or HTTP SSE",
+    translator=PiAgentTranslator,
+    websocket=WebSocketContract(
+        prompt_frame=prompt_frame, abort_frame=lambda turn: {"type": "abort"}
+    ),
+    http=HttpSseContract(request=_request),
+    spec=spec.__name__,
+    demo=_demo,
+)

@@ -328,3 +328,26 @@ async def test_https_upstreams_are_verified_and_kept_alive() -> None:
             await open_(HttpConnectionPool(), url)  # the system CAs do not know the test CA
     finally:
         server.close()
+
+
+async def test_a_newline_delimited_json_body_is_read_one_frame_per_line() -> None:
+    def handler(state: RawServer) -> Handler:
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await state.read_request(reader)
+            writer.write(
+                b"HTTP/1.1 200 OK\r\ncontent-type: application/x-ndjson; charset=utf-8\r\n"
+                b"transfer-encoding: chunked\r\n\r\n"
+            )
+            writer.write(
+                chunked(b'{"type": "a"}\n\n{"type"', b': "caf\xc3', b'\xa9"}\n{"last": 1}')
+            )
+            await writer.drain()
+
+        return serve
+
+    pool = HttpConnectionPool()
+    async with raw_server(handler) as (url, _):
+        upstream = await open_(pool, url)
+        assert await drain(upstream) == ['{"type": "a"}', '{"type": "café"}', '{"last": 1}']
+        await upstream.aclose()
+        await pool.aclose()

@@ -11,7 +11,8 @@ with the provider's own message in an ``error`` chunk), or a 502 when the dialec
 h11's Sans-I/O HTTP/1.1 client state machine does the protocol (framing, chunked bodies, keep-alive
 rules) and this module is the thin asyncio shell around it, as :mod:`gateway.transports.websocket`
 is for websockets' protocol: a ``data_received`` call decodes what one socket read brought in
-(:class:`~translators.core.sse_codec.SseDecoder`, one frame per ``data:`` payload) into a deque
+(:class:`~translators.core.sse_codec.SseDecoder`, one frame per ``data:`` payload; or one per
+line for a newline-delimited JSON body, by its ``Content-Type``) into a deque
 that ``recv`` pops, so the turn driver takes every event of a read in one go. A general-purpose
 async client costs several awaits per body chunk through its stream layers, which on a token
 stream (one event per read) was most of the gateway's CPU per event (bench/RESULTS.md).
@@ -109,7 +110,7 @@ class _Shell(asyncio.Protocol):
         self.low_water = READ_HIGH_WATER // 4
         self.flow_paused = False
         self.gathering = False
-        self.decoder = SseDecoder()
+        self.decoder: SseFrames | JsonLinesDecoder = SseFrames()
         #: Set when the response head arrived (or the connection failed before it).
         self.response_ready: asyncio.Future[h11.Response] = loop.create_future()
         self.status = 0
@@ -161,6 +162,8 @@ class _Shell(asyncio.Protocol):
                         self.error_size += len(event.data)
                 elif isinstance(event, h11.Response):
                     self.status = event.status_code
+                    if _header(event, b"content-type").split(b";")[0].strip() in _JSON_LINES:
+                        self.decoder = JsonLinesDecoder()
                     encoding = _header(event, b"content-encoding")
                     if encoding not in (b"", b"identity") and self.status < 300:
                         raise UpstreamUnavailable(
@@ -173,7 +176,7 @@ class _Shell(asyncio.Protocol):
                     body = []
                     tail = self.decoder.flush()  # a last event without its blank line
                     if tail is not None and self.status < 300:
-                        self.frames.append(tail.data)
+                        self.frames.append(tail)
                     self.end = UpstreamEnded()
                     break
                 elif isinstance(event, h11.ConnectionClosed):
@@ -197,9 +200,9 @@ class _Shell(asyncio.Protocol):
             return
         frames = self.frames
         size = 0
-        for sse in self.decoder.decode_bytes(body[0] if len(body) == 1 else b"".join(body)):
-            frames.append(sse.data)
-            size += len(sse.data)
+        for frame in self.decoder.frames(body[0] if len(body) == 1 else b"".join(body)):
+            frames.append(frame)
+            size += len(frame)
         self.size += size
 
     def _fail(self, exc: UpstreamError) -> None:
@@ -271,6 +274,41 @@ class _Shell(asyncio.Protocol):
     def close(self) -> None:
         if self.transport is not None and not self.lost.done():
             self.transport.abort()
+
+
+#: Content types of newline-delimited JSON bodies (one event per line instead of SSE).
+_JSON_LINES = frozenset({b"application/x-ndjson", b"application/jsonl", b"application/json-lines"})
+
+
+class SseFrames:
+    """Server-sent events: one frame per ``data:`` payload (the SSE codec's events)."""
+
+    def __init__(self) -> None:
+        self._decoder = SseDecoder()
+
+    def frames(self, data: bytes) -> list[str]:
+        return [event.data for event in self._decoder.decode_bytes(data)]
+
+    def flush(self) -> str | None:
+        tail = self._decoder.flush()
+        return None if tail is None else tail.data
+
+
+class JsonLinesDecoder:
+    """Newline-delimited JSON: one frame per non-empty line (the other framing agent servers use,
+    chosen by the response's ``Content-Type``)."""
+
+    def __init__(self) -> None:
+        self._buffer = b""
+
+    def frames(self, data: bytes) -> list[str]:
+        lines = (self._buffer + data).split(b"\n")
+        self._buffer = lines.pop()
+        return [line.decode("utf-8", "replace") for line in lines if line.strip()]
+
+    def flush(self) -> str | None:
+        tail, self._buffer = self._buffer, b""
+        return tail.decode("utf-8", "replace") if tail.strip() else None
 
 
 def _header(response: h11.Response, name: bytes) -> bytes:

@@ -3,11 +3,12 @@
 Source: the published type definitions of ``@mariozechner/pi-agent-core`` 0.73 /
 ``@earendil-works/pi-agent-core`` 1.5 (``dist/types.d.ts``: ``AgentEvent``; ``pi-ai``'s
 ``AssistantMessageEvent``; the coding agent's RPC mode, ``dist/modes/rpc/rpc-types.d.ts``), read
-against a running ``Agent`` with pi-ai's faux provider (``shared/specs/ecosystem-notes.md`` §3).
-A server forwards what ``agent.subscribe`` delivers, one event per WebSocket frame, SSE
-``data:``, or line of a newline-delimited JSON body (``Content-Type: application/x-ndjson``); the in-process events carry the whole ``partial`` message on every update, the proxy
-form (``ProxyAssistantMessageEvent``) strips it and adds ``id``/``toolName`` to
-``toolcall_start``: both are read. One prompt is one run: ``agent_start`` … ``agent_end``.
+against a running ``Agent`` with pi-ai's faux provider (``shared/specs/ecosystem-notes.md`` §3). A
+server forwards what ``agent.subscribe`` delivers, one event per WebSocket frame, SSE ``data:``, or
+line of a newline-delimited JSON body (``Content-Type: application/x-ndjson``); the in-process
+events carry the whole ``partial`` message on every update, the proxy form
+(``ProxyAssistantMessageEvent``) strips it and adds ``id``/``toolName`` to ``toolcall_start``: both
+are read. One prompt is one run: ``agent_start`` … ``agent_end``.
 
 Mapping (translator: ``translators/dialects/pi_agent.py``), decisions and reasons:
 

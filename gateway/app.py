@@ -39,6 +39,7 @@ from gateway.driver import DriverSettings, TurnDriver
 from gateway.errors import (
     BadRequest,
     GatewayError,
+    NotFound,
     PayloadTooLarge,
     ServiceUnavailable,
     TurnInProgress,
@@ -46,6 +47,7 @@ from gateway.errors import (
 )
 from gateway.logging import get_logger
 from gateway.metrics import Metrics
+from gateway.resume import MemoryResumeStore, ResumeResponse
 from gateway.streaming import ChatStream
 from protocol_specs.chat_request import ChatRequest
 from translators.core.turn import Turn, TurnOptions
@@ -97,6 +99,10 @@ class GatewayState:
         self.dialect: Dialect = dialect
         self.dialect_settings = settings
         self.connector: Connector = connector_for(dialect, config)
+        if config.resume == "off":
+            self.resume: MemoryResumeStore | None = None
+        elif getattr(self, "resume", None) is None:
+            self.resume = MemoryResumeStore(config.resume_ttl)
         self.driver_settings = DriverSettings(
             first_event_timeout=config.first_event_timeout,
             idle_timeout=config.idle_timeout,
@@ -228,17 +234,28 @@ async def chat(request: Request) -> Any:
     state.metrics.requests.labels("200").inc()
     state.metrics.active_streams.inc()
 
+    resume = state.resume if chat_request.id else None  # no chat id: nothing to resume by
+    key = (session_id, chat_request.id)
+
     async def finished(stream: ChatStream) -> None:
         # Takes the stream as an argument: a closure over it would make stream and callback a
         # reference cycle, keeping every finished turn (upstream socket, translator, buffers)
         # alive until the cyclic garbage collector happens to run.
+        if resume is not None and stream.log is not None:
+            resume.finished(key, stream.log)
         state.forget_stream(stream)
         state.release_turn(session_id)
         _log_stream_end(state, log, stream, translator, started)
 
     stream = ChatStream(
-        driver=driver, on_disconnect=config.on_disconnect, request_id=request_id, on_done=finished
+        driver=driver,
+        # with resume on, a client that goes away detaches: the turn runs on into its log
+        on_disconnect="detach" if resume is not None else config.on_disconnect,
+        request_id=request_id,
+        on_done=finished,
     )
+    if resume is not None:
+        stream.log = resume.begin(key, stream)
     state.streams.add(stream)
     return stream
 
@@ -305,6 +322,58 @@ def _log_stream_end(
     )
 
 
+def _resumable(request: Request) -> tuple[GatewayState, tuple[str, str]]:
+    """The resume store's key for a resume or stop request, after the POST's own checks (session
+    id, auth); the errors are GatewayErrors."""
+    state: GatewayState = request.app.state.gateway
+    session_id = request.path_params["session_id"]
+    if not SESSION_ID.fullmatch(session_id):
+        raise BadRequest("The session id is not valid.")
+    authenticate(state.config, request.headers.get("authorization"), session_id)
+    if state.resume is None:
+        raise NotFound("Resumable streams are off (resume = off).")
+    return state, (session_id, request.path_params["chat_id"])
+
+
+async def resume_stream(request: Request) -> Any:
+    """``GET …/chat/{chat_id}/stream``: the running (or recently finished) response, replayed from
+    its first chunk and followed live; 204 when there is none."""
+    started = time.monotonic()
+    request_id = request.headers.get("x-request-id") or uuid.uuid4().hex[:16]
+    state: GatewayState = request.app.state.gateway
+    log = state.log.bind(request_id=request_id, session_id=request.path_params["session_id"][:128])
+    try:
+        state, key = _resumable(request)
+    except Exception as exc:
+        return _rejected(state, log, exc, started)
+    assert state.resume is not None
+    chunk_log = state.resume.log(key)
+    if chunk_log is None:
+        log.info("resume.none", status=204)
+        return Response(status_code=204)
+    log.info("resume.start", status=200, running=not chunk_log.done, parts=len(chunk_log.parts))
+    return ResumeResponse(chunk_log, request_id)
+
+
+async def stop_turn(request: Request) -> Response:
+    """``POST …/chat/{chat_id}/stop``: end the running turn as a client abort would (with
+    resume on, the client's own Stop only disconnects); 204 when nothing runs."""
+    started = time.monotonic()
+    state: GatewayState = request.app.state.gateway
+    log = state.log.bind(session_id=request.path_params["session_id"][:128])
+    try:
+        state, key = _resumable(request)
+    except Exception as exc:
+        return _rejected(state, log, exc, started)
+    assert state.resume is not None
+    stream = state.resume.running(key)
+    if stream is None or stream.driver.turn.done:
+        return Response(status_code=204)
+    stream.stop()
+    log.info("turn.stopped", chat_id=key[1][:128])
+    return PlainTextResponse("stopped", status_code=202)
+
+
 async def healthz(request: Request) -> Response:
     return PlainTextResponse("ok")
 
@@ -368,6 +437,16 @@ def create_app(
     app = Starlette(
         routes=[
             Route("/api/sessions/{session_id:str}/chat", chat, methods=["POST"]),
+            Route(
+                "/api/sessions/{session_id:str}/chat/{chat_id:path}/stream",
+                resume_stream,
+                methods=["GET"],
+            ),
+            Route(
+                "/api/sessions/{session_id:str}/chat/{chat_id:path}/stop",
+                stop_turn,
+                methods=["POST"],
+            ),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
             Route("/metrics", metrics_endpoint, methods=["GET"]),

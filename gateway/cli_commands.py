@@ -177,6 +177,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
             dialect=dialect.name,
             upstream="ws://127.0.0.1:1/sessions/{session_id}/ws",  # replaced below / at start-up
             log_format=args.log_format or "console",
+            # the demo resumes a reloaded page's answer unless told otherwise
+            resume=getattr(args, "resume", None) or "memory",
         )
         config = loaded.config
         upstream: DemoUpstream | DemoHttpUpstream

@@ -131,6 +131,15 @@ class GatewayConfig(BaseModel):
     on_disconnect: Literal["abort", "detach"] = Field(
         "abort", description="a client disconnect aborts the upstream turn, or detaches from it"
     )
+    resume: Literal["off", "memory"] = Field(
+        "off",
+        description="resumable streams: off (a disconnect aborts the upstream turn), memory "
+        "(one process: the turn runs on into a chunk log that GET …/chat/<chat id>/stream "
+        "replays and follows; POST …/stop ends it)",
+    )
+    resume_ttl: float = Field(
+        300.0, gt=0, description="seconds a finished response stays replayable"
+    )
     max_turns_per_session: int = Field(
         1, ge=1, description="concurrent turns per session id (409 beyond)"
     )

@@ -31,6 +31,7 @@ __all__ = [
     "ServiceUnavailable",
     "Forbidden",
     "GatewayError",
+    "NotFound",
     "PayloadTooLarge",
     "RequestError",
     "TurnInProgress",
@@ -87,6 +88,11 @@ class Unauthorized(RequestError):
 class Forbidden(RequestError):
     status_hint = 403
     client_message = "You do not have access to this session."
+
+
+class NotFound(RequestError):
+    status_hint = 404
+    client_message = "Not found."
 
 
 class TurnInProgress(RequestError):

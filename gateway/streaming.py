@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from gateway.driver import TurnDriver
+from gateway.resume import ChunkLog
 from protocol_specs.ui_message_stream import RESPONSE_HEADERS
 from translators.core.closing import CloseReason, CloseRequest
 from translators.core.sse_codec import DONE_FRAME, STREAM_OPEN_FRAME
@@ -38,6 +39,16 @@ async def _discard(body: bytes) -> None:
     pass
 
 
+def _appender(log: ChunkLog) -> Callable[[bytes], Awaitable[None]]:
+    """The writer of a detached turn: into the chunk log only (nobody is connected)."""
+
+    async def append(body: bytes) -> None:
+        if body[:1] != b":":
+            log.append(body)
+
+    return append
+
+
 class ChatStream:
     def __init__(
         self,
@@ -46,8 +57,11 @@ class ChatStream:
         on_disconnect: str,
         request_id: str,
         on_done: Callable[[ChatStream], Awaitable[None]],
+        log: ChunkLog | None = None,
     ) -> None:
         self.driver = driver
+        #: With resume on: every body written also goes here, for readers that (re)join.
+        self.log = log
         self.on_disconnect = on_disconnect
         self.request_id = request_id
         self.on_done = on_done
@@ -61,18 +75,24 @@ class ChatStream:
         abort frame."""
         self.driver.stop(_SHUTDOWN)
 
+    def stop(self) -> None:
+        """End the turn as a client abort would (the stop request of resumable streams)."""
+        self.driver.stop(_ABORTED)
+
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         headers = [*_HEADERS, (b"x-request-id", self.request_id.encode())]
         self._send = send
         try:
             await send({"type": "http.response.start", "status": 200, "headers": headers})
-            await self._write(STREAM_OPEN_FRAME)
+            await send({"type": "http.response.body", "body": STREAM_OPEN_FRAME, "more_body": True})
             pump = asyncio.create_task(self.driver.run(self._write))
             listener = asyncio.create_task(self._listen_for_disconnect(receive))
             done, _ = await asyncio.wait({pump, listener}, return_when=asyncio.FIRST_COMPLETED)
             if pump in done:
                 listener.cancel()
                 pump.result()
+                if self.log is not None:
+                    self.log.append(DONE_FRAME)
                 await send({"type": "http.response.body", "body": DONE_FRAME, "more_body": False})
                 self.driver.bytes_out += len(DONE_FRAME)
                 self.driver.counters.chunks_out += 1
@@ -90,6 +110,9 @@ class ChatStream:
         """The driver's writer: one ASGI body message. It hands back the server's awaitable
         instead of being a coroutine itself (one coroutine less per write)."""
         send: Callable[[dict[str, Any]], Awaitable[None]] = self._send
+        log = self.log
+        if log is not None and body[:1] != b":":  # keep-alive comments are not content
+            log.append(body)
         return send({"type": "http.response.body", "body": body, "more_body": True})
 
     async def _end(self) -> None:
@@ -109,8 +132,11 @@ class ChatStream:
 
     async def _finish_detached(self) -> None:
         driver = self.driver
+        log = self.log
         try:
-            await driver.run(_discard)
+            await driver.run(_discard if log is None else _appender(log))
+            if log is not None:
+                log.append(DONE_FRAME)
         finally:
             await driver.upstream.aclose(abort=driver.abandoned)
             await self.on_done(self)

@@ -68,6 +68,8 @@ def servers(built_app: Path):
             "demo",
             "--dialect",
             "agent-ops-v2",
+            "--resume",
+            "off",  # the app's Stop is a disconnect that must abort the agent
             "--port",
             str(gateway_port),
             "--cors-origins",

@@ -29,9 +29,10 @@ from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
-from starlette.routing import Route
+from starlette.routing import Route, WebSocketRoute
 
 from gateway.auth import authenticate
+from gateway.chat_socket import chat_socket
 from gateway.config import ConfigError, GatewayConfig
 from gateway.connectors import Connector, connector_for
 from gateway.dialects import UnknownDialect, get_dialect, registry
@@ -195,7 +196,6 @@ async def chat(request: Request) -> Any:
     log = state.log.bind(
         request_id=request_id, session_id=session_id[:128], dialect=state.dialect.name
     )
-    turn_held = False
     try:
         if state.draining:
             raise ServiceUnavailable(RETRY_AFTER_DRAINING, detail="draining")
@@ -207,8 +207,26 @@ async def chat(request: Request) -> Any:
         body = await _read_body(request, config.max_body_bytes)
         chat_request = _parse_chat_request(body, config.max_messages)
         forward = authenticate(config, request.headers.get("authorization"), session_id)
-        state.acquire_turn(session_id)
-        turn_held = True
+        return await open_turn(state, chat_request, session_id, forward, request_id, started, log)
+    except Exception as exc:
+        return _rejected(state, log, exc, started)
+
+
+async def open_turn(
+    state: GatewayState,
+    chat_request: ChatRequest,
+    session_id: str,
+    forward: dict[str, str],
+    request_id: str,
+    started: float,
+    log: Any,
+) -> ChatStream:
+    """Start one turn upstream (the session's turn held, the upstream opened, the chunk log
+    begun when resume is on) and the :class:`ChatStream` that delivers it, over HTTP or a
+    WebSocket. Raises before anything is streamed: the caller answers the error."""
+    config = state.config
+    state.acquire_turn(session_id)
+    try:
         run_id = uuid.uuid4().hex
         turn_input = TurnInput(
             chat_request, session_id, run_id, state.dialect_settings, config.history.value
@@ -217,10 +235,9 @@ async def chat(request: Request) -> Any:
             upstream = await state.connector.open(turn_input, forward)
         except RequestRejected as exc:
             raise BadRequest(exc.client_message) from exc
-    except Exception as exc:
-        if turn_held:
-            state.release_turn(session_id)
-        return _rejected(state, log, exc, started)
+    except BaseException:
+        state.release_turn(session_id)
+        raise
 
     message_id = chat_request.response_message_id() or f"msg_{run_id[:24]}"
     translator = state.dialect.translator(state.translator_options)
@@ -437,6 +454,7 @@ def create_app(
     app = Starlette(
         routes=[
             Route("/api/sessions/{session_id:str}/chat", chat, methods=["POST"]),
+            WebSocketRoute("/api/sessions/{session_id:str}/chat/ws", chat_socket),
             Route(
                 "/api/sessions/{session_id:str}/chat/{chat_id:path}/stream",
                 resume_stream,

@@ -85,26 +85,45 @@ class ChatStream:
         try:
             await send({"type": "http.response.start", "status": 200, "headers": headers})
             await send({"type": "http.response.body", "body": STREAM_OPEN_FRAME, "more_body": True})
-            pump = asyncio.create_task(self.driver.run(self._write))
-            listener = asyncio.create_task(self._listen_for_disconnect(receive))
-            done, _ = await asyncio.wait({pump, listener}, return_when=asyncio.FIRST_COMPLETED)
-            if pump in done:
-                listener.cancel()
-                pump.result()
-                if self.log is not None:
-                    self.log.append(DONE_FRAME)
+            if await self.pump(self._write, self._listen_for_disconnect(receive)):
                 await send({"type": "http.response.body", "body": DONE_FRAME, "more_body": False})
                 self.driver.bytes_out += len(DONE_FRAME)
                 self.driver.counters.chunks_out += 1
-            else:
-                self.client_disconnected = True
-                pump.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await pump
         except OSError:  # the client went away during a send (ASGI spec >= 2.4 servers)
             self.client_disconnected = True
         finally:
-            await self._end()
+            await self.end()
+
+    async def pump(self, write: Callable[[bytes], Awaitable[None]], disconnected: Any) -> bool:
+        """Run the driver with ``write`` until the turn is over (``True``; the log gets its
+        ``[DONE]``) or the ``disconnected`` awaitable completes first (``False``)."""
+        pump = asyncio.create_task(self.driver.run(write))
+        listener = asyncio.ensure_future(disconnected)
+        done, _ = await asyncio.wait({pump, listener}, return_when=asyncio.FIRST_COMPLETED)
+        if pump in done:
+            listener.cancel()
+            pump.result()
+            if self.log is not None:
+                self.log.append(DONE_FRAME)
+            return True
+        self.client_disconnected = True
+        pump.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await pump
+        return False
+
+    def tee(self, write: Callable[[bytes], Awaitable[None]]) -> Callable[[bytes], Awaitable[None]]:
+        """``write`` that also puts what it writes into the chunk log, if there is one."""
+        log = self.log
+        if log is None:
+            return write
+
+        def both(body: bytes) -> Awaitable[None]:
+            if body[:1] != b":":
+                log.append(body)
+            return write(body)
+
+        return both
 
     def _write(self, body: bytes) -> Awaitable[None]:
         """The driver's writer: one ASGI body message. It hands back the server's awaitable
@@ -115,7 +134,8 @@ class ChatStream:
             log.append(body)
         return send({"type": "http.response.body", "body": body, "more_body": True})
 
-    async def _end(self) -> None:
+    async def end(self) -> None:
+        """After the delivery: detach (resume on, client gone), or close the upstream."""
         driver = self.driver
         gone = self.client_disconnected and not driver.turn.done
         if gone and self.on_disconnect == "detach":

@@ -1,0 +1,225 @@
+"""The AI SDK 7 ``WebSocketChatTransport`` endpoint: ``/api/sessions/{session_id}/chat/ws``.
+
+Spec §7. One socket carries several requests, multiplexed by ``requestId``: ``send`` starts a
+turn exactly as the POST does (same checks, same turn, same chunk log when resume is on),
+``resume`` replays a response from its first chunk and follows it (``no-active`` when nothing
+runs), ``abort`` stops that request's turn. Out go ``chunk`` frames with a per-request
+``sequence`` (0, 1, 2…), then ``end``, or ``error`` for a request the gateway refused.
+
+The turn pipeline writes SSE bodies (``data: <chunk>\\n\\n`` events, the bytes the chunk log
+keeps); each event becomes one frame by splicing its JSON into the frame's, without parsing it
+again. So a turn started over HTTP can be resumed here and the reverse.
+
+Browsers cannot set handshake headers: the token may come as the ``Authorization`` header, the
+``token`` query parameter, the ``chunkbridge_token`` cookie, or a ``bearer.<token>`` subprotocol
+(which the handshake then selects). A socket that closes detaches its turns when resume is on,
+and aborts them otherwise, as a dropped HTTP client does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from pydantic import ValidationError
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from gateway.auth import authenticate
+from gateway.errors import BadRequest, GatewayError, ServiceUnavailable
+from gateway.resume import ChunkLog
+from gateway.streaming import ChatStream
+from protocol_specs.chat_request import ChatRequest
+from translators.core.sse_codec import DONE_FRAME
+
+if TYPE_CHECKING:
+    from gateway.app import GatewayState
+
+__all__ = ["chat_socket"]
+
+_SUBPROTOCOL = "bearer."
+_DONE = DONE_FRAME[len(b"data: ") : -2]
+
+
+def _token(websocket: WebSocket) -> tuple[str | None, str | None]:
+    """(the Authorization header value, the subprotocol to select) from wherever the browser
+    could put the token."""
+    header = websocket.headers.get("authorization")
+    if header:
+        return header, None
+    token = websocket.query_params.get("token") or websocket.cookies.get("chunkbridge_token")
+    if token:
+        return f"Bearer {token}", None
+    for protocol in websocket.scope.get("subprotocols", []):
+        if protocol.startswith(_SUBPROTOCOL):
+            return f"Bearer {protocol[len(_SUBPROTOCOL) :]}", protocol
+    return None, None
+
+
+class _Request:
+    """One multiplexed request: its frames' sequence numbers and its task."""
+
+    __slots__ = ("request_id", "sequence", "task", "stream")
+
+    def __init__(self, request_id: str) -> None:
+        self.request_id = request_id
+        self.sequence = 0
+        self.task: asyncio.Task[None] | None = None
+        self.stream: ChatStream | None = None
+
+
+class _Connection:
+    def __init__(
+        self, websocket: WebSocket, state: GatewayState, session_id: str, forward: dict[str, str]
+    ) -> None:
+        self.websocket = websocket
+        self.state = state
+        self.session_id = session_id
+        self.forward = forward
+        self.requests: dict[str, _Request] = {}
+        self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._send_lock = asyncio.Lock()
+        self.log = state.log.bind(session_id=session_id[:128], transport="websocket")
+
+    async def send(self, frame: bytes) -> None:
+        async with self._send_lock:  # frames of several requests interleave, never mix
+            await self.websocket.send_text(frame.decode())
+
+    def writer(self, request: _Request) -> Any:
+        """A turn writer: each SSE event of a body as one ``chunk`` frame (``[DONE]`` left to
+        the caller, which sends ``end``)."""
+        head = b'{"type":"chunk","requestId":' + orjson.dumps(request.request_id) + b',"sequence":'
+
+        async def write(body: bytes) -> None:
+            for event in body.split(b"\n\n"):
+                if not event.startswith(b"data: "):
+                    continue  # keep-alive comments, the stream-open comment
+                payload = event[6:]
+                if payload == _DONE:
+                    continue
+                frame = head + str(request.sequence).encode() + b',"chunk":' + payload + b"}"
+                request.sequence += 1
+                await self.send(frame)
+
+        return write
+
+    async def control(self, kind: str, request_id: str, **fields: Any) -> None:
+        await self.send(orjson.dumps({"type": kind, "requestId": request_id, **fields}))
+
+    # -- the frames ------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        try:
+            while True:
+                text = await self.websocket.receive_text()
+                try:
+                    frame = orjson.loads(text)
+                except orjson.JSONDecodeError:
+                    await self.websocket.close(1003, "frames are JSON objects")
+                    return
+                if not isinstance(frame, dict) or not isinstance(frame.get("requestId"), str):
+                    await self.websocket.close(1003, "a frame needs a string requestId")
+                    return
+                kind, request_id = frame.get("type"), frame["requestId"]
+                if kind == "abort":
+                    self.abort(request_id)
+                elif kind in ("send", "resume") and request_id not in self.requests:
+                    request = self.requests[request_id] = _Request(request_id)
+                    handler = self.start if kind == "send" else self.resume
+                    request.task = asyncio.create_task(handler(request, frame))
+                else:
+                    await self.control("error", request_id, errorText=f"Unexpected {kind!r} frame.")
+        except WebSocketDisconnect:
+            pass
+        finally:
+            self.closed.set_result(None)
+            tasks = [r.task for r in self.requests.values() if r.task is not None]
+            with contextlib.suppress(Exception):
+                await asyncio.gather(*tasks, return_exceptions=True)
+
+    def abort(self, request_id: str) -> None:
+        request = self.requests.get(request_id)
+        if request is not None and request.stream is not None:
+            request.stream.stop()  # the turn ends as a client abort would
+        elif request is not None and request.task is not None:
+            request.task.cancel()  # a resume: stop following
+
+    async def start(self, request: _Request, frame: dict[str, Any]) -> None:
+        state = self.state
+        started = time.monotonic()
+        log = self.log.bind(request_id=request.request_id, dialect=state.dialect.name)
+        try:
+            if state.draining:
+                raise ServiceUnavailable(5, detail="draining")
+            given = frame.get("body")
+            body: dict[str, Any] = given if isinstance(given, dict) else {}
+            raw = {
+                **body,
+                "id": frame.get("id", ""),
+                "messages": frame.get("messages"),
+                "trigger": frame.get("trigger", "submit-message"),
+            }
+            if frame.get("messageId") is not None:
+                raw["messageId"] = frame["messageId"]
+            try:
+                chat_request = ChatRequest.model_validate(raw)
+            except ValidationError as exc:
+                raise BadRequest("The request is not a chat request.") from exc
+            from gateway.app import open_turn
+
+            stream = await open_turn(
+                state, chat_request, self.session_id, self.forward, request.request_id, started, log
+            )
+        except Exception as exc:
+            message = exc.client_message if isinstance(exc, GatewayError) else "The gateway failed."
+            log.info("request.rejected", transport="websocket", error=type(exc).__name__)
+            with contextlib.suppress(Exception):
+                await self.control("error", request.request_id, errorText=message)
+            return
+        request.stream = stream
+        try:
+            await self.control("start", request.request_id)
+            # shielded: the pump cancels what it waited on, and the socket's close is shared
+            if await stream.pump(stream.tee(self.writer(request)), asyncio.shield(self.closed)):
+                await self.control("end", request.request_id)
+        except Exception:  # the socket went away while writing
+            stream.client_disconnected = True
+        finally:
+            request.stream = None
+            await stream.end()
+
+    async def resume(self, request: _Request, frame: dict[str, Any]) -> None:
+        state = self.state
+        chat_id = frame.get("id")
+        log: ChunkLog | None = None
+        if state.resume is not None and isinstance(chat_id, str):
+            log = state.resume.log((self.session_id, chat_id))
+        with contextlib.suppress(Exception):
+            if log is None:
+                await self.control("no-active", request.request_id)
+                return
+            await self.control("start", request.request_id)
+            write = self.writer(request)  # from sequence 0: the client drops what it has
+            async for body in log.follow():
+                await write(body)
+            await self.control("end", request.request_id)
+
+
+async def chat_socket(websocket: WebSocket) -> None:
+    from gateway.app import SESSION_ID
+
+    state: GatewayState = websocket.app.state.gateway
+    session_id = websocket.path_params["session_id"]
+    authorization, subprotocol = _token(websocket)
+    try:
+        if not SESSION_ID.fullmatch(session_id):
+            raise BadRequest("The session id is not valid.")
+        forward = authenticate(state.config, authorization, session_id)
+    except GatewayError as exc:
+        state.log.info("socket.rejected", error=type(exc).__name__, status=exc.status_hint)
+        await websocket.close(1008, exc.client_message[:120])
+        return
+    await websocket.accept(subprotocol=subprotocol)
+    await _Connection(websocket, state, session_id, forward).run()

@@ -1,0 +1,56 @@
+// Drives the AI SDK 7 WebSocketChatTransport (the real one, with the `ws` package as Node 20's
+// WebSocket) against the gateway's /chat/ws endpoint and reports what the client built.
+//
+// Input (stdin): {url, steps: [{action: "send" | "resume", chatId, messages?, stopAfter?}]}
+//   all steps run on ONE transport (one socket, requests multiplexed when they overlap: steps
+//   with "parallel": true start together). stopAfter: abort the request after N chunks.
+// Output (stdout): [{chunks, finishReason, errorText, message}] per step.
+import { WebSocket } from "ws";
+import { WebSocketChatTransport, readUIMessageStream } from "ai7";
+
+const input = JSON.parse(await new Promise((resolve) => {
+  let data = "";
+  process.stdin.on("data", (c) => (data += c));
+  process.stdin.on("end", () => resolve(data));
+}));
+
+const transport = new WebSocketChatTransport({ url: input.url, webSocket: WebSocket });
+
+async function runStep(step) {
+  const controller = new AbortController();
+  const result = { chunks: 0, finishReason: null, errorText: null, message: null };
+  try {
+    const stream = step.action === "send"
+      ? await transport.sendMessages({
+          chatId: step.chatId, messages: step.messages, trigger: "submit-message",
+          messageId: undefined, abortSignal: controller.signal,
+        })
+      : await transport.reconnectToStream({ chatId: step.chatId, abortSignal: controller.signal });
+    if (stream == null) return { ...result, noActive: true };
+    const tapped = stream.pipeThrough(new TransformStream({
+      transform(chunk, c) {
+        result.chunks += 1;
+        if (chunk.type === "finish") result.finishReason = chunk.finishReason ?? null;
+        if (chunk.type === "error") result.errorText = chunk.errorText;
+        c.enqueue(chunk);
+        if (step.stopAfter && result.chunks >= step.stopAfter) controller.abort();
+      },
+    }));
+    for await (const message of readUIMessageStream({ stream: tapped })) result.message = message;
+  } catch (error) {
+    result.failure = String(error);
+  }
+  return result;
+}
+
+const results = [];
+for (let i = 0; i < input.steps.length; i++) {
+  const batch = [input.steps[i]];
+  while (input.steps[i + 1]?.parallel) batch.push(input.steps[++i]);
+  results.push(...(await Promise.all(batch.map(runStep))));
+}
+// Let queued frames (an abort) reach the server before the socket closes.
+await new Promise((resolve) => setTimeout(resolve, 300));
+transport.close?.();
+process.stdout.write(JSON.stringify(results));
+process.exit(0);

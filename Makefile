@@ -1,5 +1,6 @@
 # chunkbridge: every target works on a fresh machine with Python 3.11+, Node 20+ and npm
-# (the browser test also needs Debian's chromium: `apt-get install chromium`; .ci/run does it).
+# (the browser test also needs Debian's chromium and the resume tests redis-server:
+# `apt-get install chromium redis-server`; .ci/run does it).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin

@@ -19,7 +19,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import orjson
@@ -49,6 +49,9 @@ from gateway.errors import (
 from gateway.logging import get_logger
 from gateway.metrics import Metrics
 from gateway.resume import MemoryResumeStore, ResumeResponse
+
+if TYPE_CHECKING:
+    from gateway.resume_redis import RedisResumeStore
 from gateway.streaming import ChatStream
 from protocol_specs.chat_request import ChatRequest
 from translators.core.turn import Turn, TurnOptions
@@ -101,9 +104,16 @@ class GatewayState:
         self.dialect_settings = settings
         self.connector: Connector = connector_for(dialect, config)
         if config.resume == "off":
-            self.resume: MemoryResumeStore | None = None
+            self.resume: MemoryResumeStore | RedisResumeStore | None = None
         elif getattr(self, "resume", None) is None:
-            self.resume = MemoryResumeStore(config.resume_ttl)
+            if config.resume == "redis":
+                from gateway.resume_redis import RedisResumeStore
+
+                self.resume = RedisResumeStore(
+                    config.redis_url, config.resume_ttl, config.owner_lease, self.log
+                )
+            else:
+                self.resume = MemoryResumeStore(config.resume_ttl)
         self.driver_settings = DriverSettings(
             first_event_timeout=config.first_event_timeout,
             idle_timeout=config.idle_timeout,
@@ -226,7 +236,11 @@ async def open_turn(
     WebSocket. Raises before anything is streamed: the caller answers the error."""
     config = state.config
     state.acquire_turn(session_id)
+    resume = state.resume if chat_request.id else None  # no chat id: nothing to resume by
+    member = ""
     try:
+        if resume is not None:  # the rule across instances (redis); a no-op in one process
+            member = await resume.acquire_turn(session_id, config.max_turns_per_session)
         run_id = uuid.uuid4().hex
         turn_input = TurnInput(
             chat_request, session_id, run_id, state.dialect_settings, config.history.value
@@ -237,6 +251,8 @@ async def open_turn(
             raise BadRequest(exc.client_message) from exc
     except BaseException:
         state.release_turn(session_id)
+        if resume is not None:
+            await resume.release_turn(session_id, member)
         raise
 
     message_id = chat_request.response_message_id() or f"msg_{run_id[:24]}"
@@ -251,7 +267,6 @@ async def open_turn(
     state.metrics.requests.labels("200").inc()
     state.metrics.active_streams.inc()
 
-    resume = state.resume if chat_request.id else None  # no chat id: nothing to resume by
     key = (session_id, chat_request.id)
 
     async def finished(stream: ChatStream) -> None:
@@ -259,9 +274,11 @@ async def open_turn(
         # reference cycle, keeping every finished turn (upstream socket, translator, buffers)
         # alive until the cyclic garbage collector happens to run.
         if resume is not None and stream.log is not None:
-            resume.finished(key, stream.log)
+            resume.finished(key, stream.log)  # type: ignore[arg-type]  # its own log kind
         state.forget_stream(stream)
         state.release_turn(session_id)
+        if resume is not None:
+            await resume.release_turn(session_id, member)
         _log_stream_end(state, log, stream, translator, started)
 
     stream = ChatStream(
@@ -361,32 +378,32 @@ async def resume_stream(request: Request) -> Any:
     log = state.log.bind(request_id=request_id, session_id=request.path_params["session_id"][:128])
     try:
         state, key = _resumable(request)
+        assert state.resume is not None
+        bodies = await state.resume.reader(key)
     except Exception as exc:
         return _rejected(state, log, exc, started)
-    assert state.resume is not None
-    chunk_log = state.resume.log(key)
-    if chunk_log is None:
+    if bodies is None:
         log.info("resume.none", status=204)
         return Response(status_code=204)
-    log.info("resume.start", status=200, running=not chunk_log.done, parts=len(chunk_log.parts))
-    return ResumeResponse(chunk_log, request_id)
+    log.info("resume.start", status=200)
+    return ResumeResponse(bodies, request_id)
 
 
 async def stop_turn(request: Request) -> Response:
-    """``POST …/chat/{chat_id}/stop``: end the running turn as a client abort would (with
-    resume on, the client's own Stop only disconnects); 204 when nothing runs."""
+    """``POST …/chat/{chat_id}/stop``: end the running turn, on whichever instance runs it, as a
+    client abort would (with resume on, the client's own Stop only disconnects); 204 when
+    nothing runs."""
     started = time.monotonic()
     state: GatewayState = request.app.state.gateway
     log = state.log.bind(session_id=request.path_params["session_id"][:128])
     try:
         state, key = _resumable(request)
+        assert state.resume is not None
+        stopped = await state.resume.stop(key)
     except Exception as exc:
         return _rejected(state, log, exc, started)
-    assert state.resume is not None
-    stream = state.resume.running(key)
-    if stream is None or stream.driver.turn.done:
+    if not stopped:
         return Response(status_code=204)
-    stream.stop()
     log.info("turn.stopped", chat_id=key[1][:128])
     return PlainTextResponse("stopped", status_code=202)
 
@@ -445,9 +462,13 @@ def create_app(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         if on_startup is not None:
             await on_startup(state)
+        if state.resume is not None:
+            await state.resume.start()  # redis: fails the start-up when Redis is not there
         yield
         await state.drain(state.config.drain_timeout)
         await state.connector.aclose()
+        if state.resume is not None:
+            await state.resume.aclose()
         if on_shutdown is not None:
             await on_shutdown()
 

@@ -29,7 +29,6 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from gateway.auth import authenticate
 from gateway.errors import BadRequest, GatewayError, ServiceUnavailable
-from gateway.resume import ChunkLog
 from gateway.streaming import ChatStream
 from protocol_specs.chat_request import ChatRequest
 from translators.core.sse_codec import DONE_FRAME
@@ -193,16 +192,16 @@ class _Connection:
     async def resume(self, request: _Request, frame: dict[str, Any]) -> None:
         state = self.state
         chat_id = frame.get("id")
-        log: ChunkLog | None = None
-        if state.resume is not None and isinstance(chat_id, str):
-            log = state.resume.log((self.session_id, chat_id))
         with contextlib.suppress(Exception):
-            if log is None:
+            bodies = None
+            if state.resume is not None and isinstance(chat_id, str):
+                bodies = await state.resume.reader((self.session_id, chat_id))
+            if bodies is None:
                 await self.control("no-active", request.request_id)
                 return
             await self.control("start", request.request_id)
             write = self.writer(request)  # from sequence 0: the client drops what it has
-            async for body in log.follow():
+            async for body in bodies:
                 await write(body)
             await self.control("end", request.request_id)
 

@@ -131,11 +131,21 @@ class GatewayConfig(BaseModel):
     on_disconnect: Literal["abort", "detach"] = Field(
         "abort", description="a client disconnect aborts the upstream turn, or detaches from it"
     )
-    resume: Literal["off", "memory"] = Field(
+    resume: Literal["off", "memory", "redis"] = Field(
         "off",
         description="resumable streams: off (a disconnect aborts the upstream turn), memory "
         "(one process: the turn runs on into a chunk log that GET …/chat/<chat id>/stream "
-        "replays and follows; POST …/stop ends it)",
+        "replays and follows; POST …/stop ends it), redis (the same, shared by every instance "
+        "on redis_url)",
+    )
+    redis_url: str = Field(
+        "redis://127.0.0.1:6379/0", description="Redis for resume = redis (redis:// or rediss://)"
+    )
+    owner_lease: float = Field(
+        10.0,
+        gt=0,
+        description="resume = redis: seconds after which a turn whose instance stopped "
+        "renewing it (it died) ends for its readers, and its session is free again",
     )
     resume_ttl: float = Field(
         300.0, gt=0, description="seconds a finished response stays replayable"

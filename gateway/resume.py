@@ -14,7 +14,8 @@ readable for ``resume_ttl`` seconds, then the next resume gets ``204``.
 frame upstream, the closing chunks to every reader): with resume on, the client's own Stop is
 only a disconnect, so stopping needs its own request.
 
-This module is the ``memory`` backend: one process. Several instances share nothing here.
+This module is the ``memory`` backend: one process. ``gateway.resume_redis`` shares the logs,
+stops and the per-session rule between instances through Redis, behind the same methods.
 """
 
 from __future__ import annotations
@@ -113,13 +114,38 @@ class MemoryResumeStore:
     def __len__(self) -> int:
         return len(self._logs)
 
+    # -- the interface the routes use (shared with the redis backend) ----------------------------
+
+    async def reader(self, key: Key) -> AsyncIterator[bytes] | None:
+        log = self._logs.get(key)
+        return None if log is None else log.follow()
+
+    async def stop(self, key: Key) -> bool:
+        stream = self._running.get(key)
+        if stream is None or stream.driver.turn.done:
+            return False
+        stream.stop()
+        return True
+
+    async def acquire_turn(self, session_id: str, limit: int) -> str:
+        return ""  # one process: the gateway's own count is the rule
+
+    async def release_turn(self, session_id: str, member: str) -> None:
+        pass
+
+    async def start(self) -> None:
+        pass
+
+    async def aclose(self) -> None:
+        pass
+
 
 class ResumeResponse:
     """The resumed SSE body: the log replayed from its first chunk, then followed live. A reader
     that disconnects stops reading; the producer does not notice."""
 
-    def __init__(self, log: ChunkLog, request_id: str) -> None:
-        self.log = log
+    def __init__(self, bodies: AsyncIterator[bytes], request_id: str) -> None:
+        self.bodies = bodies
         self.request_id = request_id
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
@@ -136,7 +162,7 @@ class ResumeResponse:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _replay(self, send: Any) -> None:
-        async for body in self.log.follow():
+        async for body in self.bodies:
             await send({"type": "http.response.body", "body": body, "more_body": True})
 
 

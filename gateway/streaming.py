@@ -19,10 +19,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gateway.driver import TurnDriver
 from gateway.resume import ChunkLog
+
+if TYPE_CHECKING:
+    from gateway.resume_redis import RedisChunkLog
 from protocol_specs.ui_message_stream import RESPONSE_HEADERS
 from translators.core.closing import CloseReason, CloseRequest
 from translators.core.sse_codec import DONE_FRAME, STREAM_OPEN_FRAME
@@ -39,7 +42,7 @@ async def _discard(body: bytes) -> None:
     pass
 
 
-def _appender(log: ChunkLog) -> Callable[[bytes], Awaitable[None]]:
+def _appender(log: ChunkLog | RedisChunkLog) -> Callable[[bytes], Awaitable[None]]:
     """The writer of a detached turn: into the chunk log only (nobody is connected)."""
 
     async def append(body: bytes) -> None:
@@ -57,11 +60,11 @@ class ChatStream:
         on_disconnect: str,
         request_id: str,
         on_done: Callable[[ChatStream], Awaitable[None]],
-        log: ChunkLog | None = None,
+        log: ChunkLog | RedisChunkLog | None = None,
     ) -> None:
         self.driver = driver
         #: With resume on: every body written also goes here, for readers that (re)join.
-        self.log = log
+        self.log: ChunkLog | RedisChunkLog | None = log
         self.on_disconnect = on_disconnect
         self.request_id = request_id
         self.on_done = on_done

@@ -1,0 +1,289 @@
+"""The ``redis`` backend of resumable streams: several gateway instances share the chunk logs.
+
+Per response, under ``chunkbridge:<session>:<chat>:``:
+
+* ``log`` — a Redis Stream, one entry per body the producer wrote (``d``: the SSE bytes), ended
+  by an entry ``e`` (the end marker readers re-check: never a single pub/sub message);
+* ``owner`` — the producing instance's id, with a lease of ``owner_lease`` seconds that it
+  renews every third of that while the turn runs.
+
+Readers on any instance replay the stream from its first entry and then block on it; when a
+read times out they look at the owner's lease: an owner that died without warning (SIGKILL)
+leaves no reader hanging — after the lease they end with ``error`` + ``finish``. Stop requests
+reach the owner over the ``chunkbridge:stop`` channel (a stop is an instruction, not state).
+The one-turn-per-session rule holds across instances through ``chunkbridge:turns:<session>``,
+a sorted set of running turns scored by lease expiry (a dead owner's entry lapses).
+
+The producer never waits for Redis: writes are buffered and flushed by a task, so the client of
+the producing instance gets its stream even if Redis goes away mid-turn (the failure is logged;
+readers elsewhere then see the owner's lease lapse).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+import orjson
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+
+from gateway.errors import TurnInProgress
+from translators.core.sse_codec import DONE_FRAME
+
+if TYPE_CHECKING:
+    from gateway.streaming import ChatStream
+
+__all__ = ["RedisChunkLog", "RedisResumeStore"]
+
+Key = tuple[str, str]
+_PREFIX = "chunkbridge"
+_STOP_CHANNEL = f"{_PREFIX}:stop"
+#: How long a reader blocks on the stream before it checks the owner's lease, ms.
+_BLOCK_MS = 500
+
+_ACQUIRE = """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then return 0 end
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+return 1
+"""
+
+
+def _base(key: Key) -> str:
+    return f"{_PREFIX}:{key[0]}:{key[1]}"
+
+
+def _owner_died_ending() -> bytes:
+    error = {"type": "error", "errorText": "The answer was interrupted: its server stopped."}
+    return (
+        b"data: " + orjson.dumps(error) + b"\n\n"
+        b'data: {"type":"finish","finishReason":"error"}\n\n' + DONE_FRAME
+    )
+
+
+class RedisChunkLog:
+    """The producer's side of one response's log: appends are buffered, a task flushes them."""
+
+    def __init__(self, store: RedisResumeStore, key: Key) -> None:
+        self.store = store
+        self.key = key
+        self.stream = _base(key) + ":log"
+        self._pending: list[bytes] = []
+        self._flushing: asyncio.Task[None] | None = None
+        #: The claim (new log, owner lease) that every write waits for.
+        self.claimed: asyncio.Task[None] | None = None
+        self.done = False
+        self.failed = False
+
+    def append(self, body: bytes) -> None:
+        self._pending.append(body)
+        if self._flushing is None or self._flushing.done():
+            self._flushing = asyncio.get_running_loop().create_task(self._flush())
+
+    async def _flush(self) -> None:
+        redis = self.store.redis
+        if self.claimed is not None:
+            with contextlib.suppress(Exception):
+                await self.claimed
+        while self._pending and not self.failed:
+            batch, self._pending = self._pending, []
+            try:
+                async with redis.pipeline(transaction=False) as pipe:
+                    for body in batch:
+                        pipe.xadd(self.stream, {"d": body})
+                    await pipe.execute()
+            except (RedisError, OSError) as exc:
+                self.failed = True  # the producer's own client is not affected
+                self.store.log.warning("resume.redis_write_failed", error=str(exc)[:200])
+
+    async def close(self) -> None:
+        """The end marker (after every body), then the log expires ``ttl`` after the end."""
+        self.done = True
+        if self._flushing is not None:
+            with contextlib.suppress(Exception):
+                await self._flushing
+        await self._flush()
+        if self.failed:
+            return
+        base, ttl = _base(self.key), int(self.store.ttl * 1000)
+        try:
+            async with self.store.redis.pipeline(transaction=False) as pipe:
+                pipe.xadd(self.stream, {"e": b"1"})
+                pipe.pexpire(self.stream, ttl)
+                pipe.delete(base + ":owner")
+                await pipe.execute()
+        except (RedisError, OSError) as exc:
+            self.store.log.warning("resume.redis_write_failed", error=str(exc)[:200])
+
+
+class RedisResumeStore:
+    """Chunk logs, stops and the per-session turn rule in Redis (see the module)."""
+
+    def __init__(self, url: str, ttl: float, lease: float, log: Any) -> None:
+        self.redis = aioredis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5)
+        self.ttl = ttl
+        self.lease = lease
+        self.log = log
+        self.instance = uuid.uuid4().hex[:12]
+        self._running: dict[Key, tuple[ChatStream, RedisChunkLog]] = {}
+        self._turns: dict[str, list[str]] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
+        await self.redis.ping()
+        self._tasks = [
+            asyncio.create_task(self._heartbeat()),
+            asyncio.create_task(self._listen_for_stops()),
+        ]
+
+    async def aclose(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        with contextlib.suppress(Exception):
+            await self.redis.aclose()
+
+    # -- the per-session turn rule -------------------------------------------------------------
+
+    async def acquire_turn(self, session_id: str, limit: int) -> str:
+        member = f"{self.instance}:{uuid.uuid4().hex[:12]}"
+        now = time.time()
+        try:
+            ok = await self.redis.eval(
+                _ACQUIRE,
+                1,
+                f"{_PREFIX}:turns:{session_id}",
+                now,
+                now + self.lease,
+                member,
+                limit,
+                int(self.lease * 2000),
+            )
+        except (RedisError, OSError) as exc:
+            self.log.warning("resume.redis_unavailable", error=str(exc)[:200])
+            return member  # the local rule still holds; Redis being down must not stop turns
+        if not ok:
+            raise TurnInProgress(detail="running on another instance")
+        self._turns.setdefault(session_id, []).append(member)
+        return member
+
+    async def release_turn(self, session_id: str, member: str) -> None:
+        members = self._turns.get(session_id, [])
+        if member in members:
+            members.remove(member)
+        if not members:
+            self._turns.pop(session_id, None)
+        with contextlib.suppress(RedisError, OSError):
+            await self.redis.zrem(f"{_PREFIX}:turns:{session_id}", member)
+
+    # -- producing -----------------------------------------------------------------------------
+
+    def begin(self, key: Key, stream: ChatStream) -> RedisChunkLog:
+        log = RedisChunkLog(self, key)
+        self._running[key] = (stream, log)
+        log.claimed = asyncio.get_running_loop().create_task(self._claim(key))
+        return log
+
+    async def _claim(self, key: Key) -> None:
+        base = _base(key)
+        with contextlib.suppress(RedisError, OSError):
+            async with self.redis.pipeline(transaction=False) as pipe:
+                pipe.delete(base + ":log")  # a new response replaces a finished one
+                pipe.set(base + ":owner", self.instance, px=int(self.lease * 1000))
+                await pipe.execute()
+
+    def finished(self, key: Key, log: RedisChunkLog) -> None:
+        if self._running.get(key, (None, None))[1] is log:
+            del self._running[key]
+        asyncio.get_running_loop().create_task(log.close())
+
+    def running(self, key: Key) -> ChatStream | None:
+        entry = self._running.get(key)
+        return entry[0] if entry is not None else None
+
+    async def _heartbeat(self) -> None:
+        """Renew the leases of what this instance runs, every third of the lease."""
+        while True:
+            await asyncio.sleep(self.lease / 3)
+            now = time.time()
+            try:
+                async with self.redis.pipeline(transaction=False) as pipe:
+                    for key in self._running:
+                        pipe.set(_base(key) + ":owner", self.instance, px=int(self.lease * 1000))
+                    for session_id, members in self._turns.items():
+                        for member in members:
+                            pipe.zadd(f"{_PREFIX}:turns:{session_id}", {member: now + self.lease})
+                    await pipe.execute()
+            except (RedisError, OSError) as exc:
+                self.log.warning("resume.redis_heartbeat_failed", error=str(exc)[:200])
+
+    # -- stopping ------------------------------------------------------------------------------
+
+    async def stop(self, key: Key) -> bool:
+        """Stop the turn of ``key`` wherever it runs; whether one was running."""
+        local = self.running(key)
+        if local is not None:
+            local.stop()
+            return True
+        base = _base(key)
+        if not await self.redis.exists(base + ":owner"):
+            return False
+        await self.redis.publish(_STOP_CHANNEL, f"{key[0]}\x00{key[1]}")
+        return True
+
+    async def _listen_for_stops(self) -> None:
+        while True:
+            try:
+                pubsub = self.redis.pubsub()
+                await pubsub.subscribe(_STOP_CHANNEL)
+                async for message in pubsub.listen():
+                    if message.get("type") != "message":
+                        continue
+                    session, _, chat = message["data"].decode().partition("\x00")
+                    stream = self.running((session, chat))
+                    if stream is not None:
+                        stream.stop()
+            except (RedisError, OSError) as exc:
+                self.log.warning("resume.redis_subscribe_failed", error=str(exc)[:200])
+                await asyncio.sleep(1)
+
+    # -- reading -------------------------------------------------------------------------------
+
+    async def reader(self, key: Key) -> AsyncIterator[bytes] | None:
+        """The response of ``key`` from its first entry, following it; ``None`` when there is
+        none."""
+        base = _base(key)
+        if not await self.redis.exists(base + ":log") and not await self.redis.exists(
+            base + ":owner"
+        ):
+            return None
+        return self._follow(base)
+
+    async def _follow(self, base: str) -> AsyncIterator[bytes]:
+        stream, last = base + ":log", "0-0"
+        while True:
+            entries: Any = await self.redis.xread({stream: last}, block=_BLOCK_MS, count=512)
+            if not entries:
+                if not await self.redis.exists(base + ":owner"):
+                    # No writes for a while and no owner: it finished meanwhile (then the
+                    # end marker is there to read) or it died without warning.
+                    tail = await self.redis.xrange(stream, min=f"({last}", count=1)
+                    if tail:
+                        continue
+                    yield _owner_died_ending()
+                    return
+                continue
+            for entry_id, fields in entries[0][1]:
+                last = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
+                if b"e" in fields:
+                    return
+                body: bytes = fields[b"d"]
+                yield body

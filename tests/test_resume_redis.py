@@ -1,0 +1,264 @@
+"""resume = redis: two real gateway processes on one real redis-server (started here on 127.0.0.1
+in a temporary directory) in front of mock-upstream; the real clients judge the resumed bodies."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+import httpx
+import orjson
+import pytest
+
+from tests.conftest import require
+from tests.gateway_harness import user_body
+from tests.helpers import decode_sse, text_of
+from tests.test_gateway_process import free_port, process
+
+WORDS = 60
+EXPECTED = "".join(f"w{i} " for i in range(WORDS))
+LEASE = 1.0
+
+
+@pytest.fixture
+def redis_server(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    binary = shutil.which("redis-server")
+    require("redis-server", None if binary else "not installed (apt-get install redis-server)")
+    assert binary is not None
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            binary,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            str(tmp_path),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}/0", proc
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+        proc.wait(10)
+
+
+@pytest.fixture
+def redis_url(redis_server: tuple[str, subprocess.Popen[bytes]]) -> str:
+    return redis_server[0]
+
+
+def slow_recording(path: Path, pause_ms: int = 40) -> Path:
+    lines = [{"type": "message.create", "turnId": "t"}]
+    lines += [
+        {"type": "message.part.text-delta", "turnId": "t", "delta": f"w{i} "} for i in range(WORDS)
+    ]
+    lines += [
+        {"type": "message.finalize", "turnId": "t", "reason": "end_turn"},
+        {"type": "complete"},
+    ]
+    path.write_text("\n".join(orjson.dumps(x).decode() for x in lines) + "\n")
+    path.with_suffix(".jsonl.timing").write_text(
+        "\n".join(str(i * pause_ms) for i in range(len(lines)))
+    )
+    return path
+
+
+@contextmanager
+def two_gateways(
+    redis_url: str, recording: Path
+) -> Iterator[tuple[str, str, subprocess.Popen[str]]]:
+    up_port, a_port, b_port = free_port(), free_port(), free_port()
+    common = (
+        "--dialect",
+        "agent-ops-v2",
+        "--upstream",
+        f"ws://127.0.0.1:{up_port}/sessions/{{session_id}}/ws",
+        "--resume",
+        "redis",
+        "--redis-url",
+        redis_url,
+        "--owner-lease",
+        str(LEASE),
+        "--log-level",
+        "warning",
+    )
+    with ExitStack() as stack:
+        stack.enter_context(
+            process(
+                "mock-upstream",
+                "--port",
+                str(up_port),
+                "--timing",
+                "recorded",
+                str(recording),
+                ready_line="mock upstream:",
+            )
+        )
+        a = stack.enter_context(
+            process(
+                "serve",
+                "--port",
+                str(a_port),
+                *common,
+                ready_url=f"http://127.0.0.1:{a_port}/healthz",
+            )
+        )
+        stack.enter_context(
+            process(
+                "serve",
+                "--port",
+                str(b_port),
+                *common,
+                ready_url=f"http://127.0.0.1:{b_port}/healthz",
+            )
+        )
+        yield f"http://127.0.0.1:{a_port}", f"http://127.0.0.1:{b_port}", a
+
+
+def drop_after(base: str, session: str, marker: bytes) -> None:
+    got = b""
+    with httpx.stream(
+        "POST",
+        f"{base}/api/sessions/{session}/chat",
+        json=user_body("hi"),
+        timeout=10,
+        trust_env=False,
+    ) as response:
+        for chunk in response.iter_bytes():
+            got += chunk
+            if marker in got:
+                return
+
+
+def get(base: str, path: str) -> httpx.Response:
+    return httpx.get(base + path, timeout=20, trust_env=False)
+
+
+def test_another_instance_resumes_mid_turn_and_after_the_end(
+    redis_url: str, tmp_path: Path, real_clients
+) -> None:
+    recording = slow_recording(tmp_path / "slow.jsonl")
+    with two_gateways(redis_url, recording) as (a, b, _):
+        reference = httpx.post(
+            f"{a}/api/sessions/ref/chat", json=user_body("hi"), timeout=20, trust_env=False
+        )
+        drop_after(a, "s1", b'"w5 "')
+        busy = httpx.post(
+            f"{b}/api/sessions/s1/chat", json=user_body("again"), timeout=10, trust_env=False
+        )
+        readers: list[httpx.Response] = []
+        threads = [
+            threading.Thread(
+                target=lambda: readers.append(get(b, "/api/sessions/s1/chat/chat1/stream"))
+            )
+            for _ in range(10)
+        ]
+        for thread in threads:
+            thread.start()
+        mid = get(b, "/api/sessions/s1/chat/chat1/stream")
+        for thread in threads:
+            thread.join(30)
+        after = get(a, "/api/sessions/s1/chat/chat1/stream")
+        none = get(b, "/api/sessions/s1/chat/other/stream")
+    assert busy.status_code == 409  # one turn per session, across instances
+    assert none.status_code == 204
+    expected = real_clients.check(reference.content)
+    for response in [mid, after, *readers]:
+        assert response.status_code == 200
+        assert text_of(decode_sse(response.content)) == EXPECTED
+    for major, verdict in real_clients.check(mid.content).items():
+        assert verdict.ok and verdict.finish_reason == "stop", (major, verdict.fatal)
+        assert verdict.message["parts"] == expected[major].message["parts"], major  # type: ignore[index]
+
+
+def test_stop_from_the_other_instance_ends_the_turn_for_every_reader(
+    redis_url: str, tmp_path: Path, real_clients
+) -> None:
+    recording = slow_recording(tmp_path / "slow.jsonl", pause_ms=60)
+    with two_gateways(redis_url, recording) as (a, b, _):
+        drop_after(a, "s2", b'"w2 "')
+        readers: list[httpx.Response] = []
+        thread = threading.Thread(
+            target=lambda: readers.append(get(b, "/api/sessions/s2/chat/chat1/stream"))
+        )
+        thread.start()
+        time.sleep(0.3)
+        stopped = httpx.post(f"{b}/api/sessions/s2/chat/chat1/stop", timeout=10, trust_env=False)
+        thread.join(10)
+        again = httpx.post(f"{b}/api/sessions/s2/chat/chat1/stop", timeout=10, trust_env=False)
+    assert stopped.status_code == 202 and again.status_code == 204
+    (resumed,) = readers
+    text = text_of(decode_sse(resumed.content))
+    assert text.startswith("w0 w1 w2 ") and len(text) < len(EXPECTED)
+    for major, verdict in real_clients.check(resumed.content).items():
+        assert verdict.ok, (major, verdict.fatal)
+
+
+def test_a_killed_owner_ends_every_reader_within_the_lease(
+    redis_url: str, tmp_path: Path, real_clients
+) -> None:
+    recording = slow_recording(tmp_path / "slow.jsonl", pause_ms=100)
+    with two_gateways(redis_url, recording) as (a, b, owner):
+        drop_after(a, "s3", b'"w2 "')
+        started = time.monotonic()
+        readers: list[httpx.Response] = []
+        thread = threading.Thread(
+            target=lambda: readers.append(get(b, "/api/sessions/s3/chat/chat1/stream"))
+        )
+        thread.start()
+        time.sleep(0.3)
+        os.kill(owner.pid, signal.SIGKILL)
+        thread.join(LEASE + 5)
+        waited = time.monotonic() - started
+        free = httpx.post(
+            f"{b}/api/sessions/s3/chat", json=user_body("next"), timeout=20, trust_env=False
+        )
+    assert waited < LEASE + 2 + 0.5
+    (resumed,) = readers
+    chunks = decode_sse(resumed.content)
+    assert chunks[-2]["type"] == "error" and chunks[-1]["type"] == "finish"
+    for major, verdict in real_clients.check(resumed.content).items():
+        assert verdict.ok and verdict.error_text, (major, verdict.fatal)
+    assert free.status_code == 200  # the session is free again
+
+
+def test_redis_going_away_mid_turn_does_not_break_the_owners_own_stream(
+    redis_server: tuple[str, subprocess.Popen[bytes]], tmp_path: Path, real_clients
+) -> None:
+    url, redis = redis_server
+    recording = slow_recording(tmp_path / "slow.jsonl", pause_ms=30)
+    with two_gateways(url, recording) as (a, _, _):
+        body = b""
+        with httpx.stream(
+            "POST", f"{a}/api/sessions/s4/chat", json=user_body("hi"), timeout=20, trust_env=False
+        ) as response:
+            for chunk in response.iter_bytes():
+                body += chunk
+                if b'"w5 "' in body and redis.poll() is None:
+                    redis.kill()
+        assert text_of(decode_sse(body)) == EXPECTED
+        for major, verdict in real_clients.check(body).items():
+            assert verdict.ok and verdict.finish_reason == "stop", (major, verdict.fatal)

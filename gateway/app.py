@@ -64,7 +64,7 @@ from translators.kit import (
     UnknownEventPolicy,
 )
 
-__all__ = ["GatewayState", "create_app"]
+__all__ = ["GatewayState", "create_app", "open_turn"]
 
 SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@~-]{0,127}")
 _JSON_TYPES = ("application/json",)

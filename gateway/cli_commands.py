@@ -144,6 +144,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
         target=config.target,
         auth=config.auth.value,
     )
+    if config.workers > 1:
+        from gateway.server import run_workers
+
+        if config.resume == "memory":
+            log.warning(
+                "config.warning",
+                detail="resume = memory with several workers: a resume only finds the turns "
+                "of the worker it lands on; use resume = redis",
+            )
+        run_workers(config, config.workers)
+        return 0
     run_app(app, config.host, config.port, config.log_level)
     return 0
 

@@ -122,6 +122,13 @@ class GatewayConfig(BaseModel):
         "after a write are held and sent together (0: never hold)",
     )
     drain_timeout: float = Field(10.0, ge=0, description="SIGTERM: seconds streams get to end")
+    workers: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="processes serving the port (serve): one per core; turns, the per-session "
+        "rule and resume are per process unless resume = redis",
+    )
     max_body_bytes: int = Field(4 * 1024 * 1024, gt=0, description="largest request body")
     max_messages: int = Field(
         10_000, gt=0, description="most UIMessages a request may carry (400 beyond)"

@@ -9,16 +9,25 @@ finish (each ends with a valid ``error`` + ``finish`` + ``[DONE]``) and gives th
 from __future__ import annotations
 
 import asyncio
+import base64
 import gc
+import os
+import pickle
+import signal
 import socket
 from types import FrameType
 from typing import Any
 
 import uvicorn
+from uvicorn.supervisors import Multiprocess
 
 from gateway.app import GatewayState
+from gateway.config import GatewayConfig
 
-__all__ = ["DrainingServer", "run_app"]
+__all__ = ["DrainingServer", "run_app", "run_workers", "worker_app"]
+
+#: The environment variable that hands the parent's configuration to ``--workers`` processes.
+WORKER_CONFIG = "CHUNKBRIDGE_WORKER_CONFIG"
 
 
 class DrainingServer(uvicorn.Server):
@@ -40,19 +49,69 @@ class DrainingServer(uvicorn.Server):
         super().handle_exit(sig, frame)
 
 
-def run_app(app: Any, host: str, port: int, log_level: str = "info") -> None:
-    """Serve ``app`` until a signal; a gateway app (``app.state.gateway``) drains first."""
-    state: GatewayState | None = getattr(app.state, "gateway", None)
-    drain_timeout = state.config.drain_timeout if state is not None else 0
-    config = uvicorn.Config(
+def _uvicorn_config(
+    app: Any, host: str, port: int, log_level: str, drain_timeout: float, **extra: Any
+) -> uvicorn.Config:
+    return uvicorn.Config(
         app,
         host=host,
         port=port,
         log_level="warning" if log_level == "info" else log_level,
         access_log=False,
         lifespan="on",
-        ws="none",  # the gateway serves no WebSockets: do not load uvicorn's WS protocol
         timeout_graceful_shutdown=int(drain_timeout) + 2,
         server_header=False,
+        **extra,
     )
-    DrainingServer(config, state).run()
+
+
+def run_app(app: Any, host: str, port: int, log_level: str = "info") -> None:
+    """Serve ``app`` until a signal; a gateway app (``app.state.gateway``) drains first."""
+    state: GatewayState | None = getattr(app.state, "gateway", None)
+    drain_timeout = state.config.drain_timeout if state is not None else 0
+    DrainingServer(_uvicorn_config(app, host, port, log_level, drain_timeout), state).run()
+
+
+def run_workers(config: GatewayConfig, workers: int) -> None:
+    """``serve --workers N``: N processes on one listening socket (uvicorn's supervisor), each
+    building the app from the parent's configuration and draining on SIGTERM as one process
+    does. Turns and their per-session rule are per process unless ``resume = redis``."""
+    os.environ[WORKER_CONFIG] = base64.b64encode(pickle.dumps(config)).decode()
+    uv = _uvicorn_config(
+        "gateway.server:worker_app",
+        config.host,
+        config.port,
+        config.log_level,
+        config.drain_timeout,
+        factory=True,
+        workers=workers,
+    )
+    sock = uv.bind_socket()
+    Multiprocess(uv, sockets=[sock]).run()
+
+
+def worker_app() -> Any:
+    """The app of one ``--workers`` process (the factory uvicorn imports in each of them)."""
+    from gateway.app import create_app
+    from gateway.logging import configure_logging
+
+    config: GatewayConfig = pickle.loads(base64.b64decode(os.environ[WORKER_CONFIG]))
+    configure_logging(config.log_level, config.log_format)
+    return create_app(config, on_startup=_drain_on_signals)
+
+
+async def _drain_on_signals(state: GatewayState) -> None:
+    """In a worker, uvicorn's own server handles the signals: put the drain in front of its
+    handlers (installed before the app starts), as :class:`DrainingServer` does in one process."""
+    loop = asyncio.get_running_loop()
+    drained: list[asyncio.Task[None]] = []
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        previous = signal.getsignal(sig)
+
+        def handler(signum: int, frame: FrameType | None, previous: Any = previous) -> None:
+            if not drained:
+                drained.append(loop.create_task(state.drain(state.config.drain_timeout)))
+            if callable(previous):
+                previous(signum, frame)
+
+        signal.signal(sig, handler)

@@ -136,7 +136,8 @@ def test_serve_in_front_of_mock_upstream_matches_replay(
             assert over_the_wire[major].finish_reason == replayed[major].finish_reason
 
 
-def test_sigterm_drains_open_streams_with_a_valid_ending(tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", [1, 2])
+def test_sigterm_drains_open_streams_with_a_valid_ending(tmp_path: Path, workers: int) -> None:
     slow = tmp_path / "slow.jsonl"
     lines = [{"type": "message.create", "turnId": "t"}] + [
         {"type": "message.part.text-delta", "turnId": "t", "delta": f"w{i} "} for i in range(400)
@@ -158,6 +159,8 @@ def test_sigterm_drains_open_streams_with_a_valid_ending(tmp_path: Path) -> None
             "serve",
             "--port",
             str(gw_port),
+            "--workers",
+            str(workers),
             "--drain-timeout",
             "5",
             "--dialect",
@@ -167,6 +170,12 @@ def test_sigterm_drains_open_streams_with_a_valid_ending(tmp_path: Path) -> None
             ready_url=f"http://127.0.0.1:{gw_port}/healthz",
         ) as gateway,
     ):
+        if workers > 1:  # every worker serves the port: several turns of one session at once
+            answers = [
+                httpx.get(f"http://127.0.0.1:{gw_port}/healthz", timeout=5, trust_env=False)
+                for _ in range(4)
+            ]
+            assert all(a.status_code == 200 for a in answers)
         body = b""
         with httpx.stream(
             "POST",
@@ -235,6 +244,19 @@ def test_demo_of_a_provider_dialect_plays_a_mock_provider(dialect: str, real_cli
         (tool,) = verdict.parts("tool-get_weather")
         assert tool["state"] == "input-available" and tool["input"] == {"city": "Paris"}
         assert verdict.finish_reason == "tool-calls"
+
+
+def test_serve_answers_the_websocket_transport() -> None:
+    """The WebSocket endpoint under `chunkbridge serve` itself (uvicorn's WebSocket support on)."""
+    from websockets.sync.client import connect
+
+    port = free_port()
+    args = ("serve", "--port", str(port), "--dialect", "agent-ops-v2", "--resume", "memory")
+    args += ("--upstream", "ws://127.0.0.1:9/sessions/{session_id}/ws")
+    with process(*args, ready_url=f"http://127.0.0.1:{port}/healthz"):
+        with connect(f"ws://127.0.0.1:{port}/api/sessions/s/chat/ws") as ws:
+            ws.send('{"type": "resume", "requestId": "r1", "id": "c"}')
+            assert orjson.loads(ws.recv(timeout=5)) == {"type": "no-active", "requestId": "r1"}
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@
 #   bench/run_gateway_bench.sh                 # ROUNDS=3 by default; any run.sh knob works
 #   SCENARIOS="S1 S2" ROUNDS=2 bench/run_gateway_bench.sh
 #   bench/run_gateway_bench.sh provider        # P1-P4: model-provider streams over HTTP
+#   CHUNKBRIDGE_FLAGS="--resume memory" SCENARIOS="S2 S3" bench/run_gateway_bench.sh
 #
 # The shared harness is read-only here, so it runs from a scratch copy; the results (every
 # load.py JSON report, table.md, summary.json, logs) are copied to bench/results/<timestamp>/.
@@ -26,7 +27,8 @@ chmod -R u+w "$WORK"
 export ROUNDS=${ROUNDS:-3}
 export GATEWAY_NAME=chunkbridge
 export GATEWAY_CMD="exec '$ROOT/.venv/bin/chunkbridge' serve --dialect agent-ops-v2 \
---upstream \"\$UPSTREAM/sessions/{session_id}/ws\" --host 127.0.0.1 --port \$PORT"
+--upstream \"\$UPSTREAM/sessions/{session_id}/ws\" --host 127.0.0.1 --port \$PORT \
+${CHUNKBRIDGE_FLAGS:-}"
 # P scenarios: an HTTP model provider; PROVIDER says which API it speaks.
 export GATEWAY_CMD_HTTP="exec '$ROOT/.venv/bin/chunkbridge' serve --dialect \
 \$( [ \"\$PROVIDER\" = anthropic ] && echo anthropic-messages || echo openai-chat ) \

@@ -46,6 +46,17 @@ _STOP_CHANNEL = f"{_PREFIX}:stop"
 #: How long a reader blocks on the stream before it checks the owner's lease, ms.
 _BLOCK_MS = 500
 
+#: One command for a whole flush: an XADD per log (KEYS) of its buffered bodies (ARGV).
+_XADD_MANY = """
+for i, key in ipairs(KEYS) do
+  redis.call('XADD', key, '*', 'd', ARGV[i])
+end
+return #KEYS
+"""
+#: Seconds between flushes of buffered writes: the producer never waits for Redis; readers on
+#: other instances see writes this much later at most.
+FLUSH_INTERVAL = 0.01
+
 _ACQUIRE = """
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then return 0 end
@@ -68,47 +79,30 @@ def _owner_died_ending() -> bytes:
 
 
 class RedisChunkLog:
-    """The producer's side of one response's log: appends are buffered, a task flushes them."""
+    """The producer's side of one response's log: appends are buffered in memory and written by
+    the store's flusher, several logs in one Redis command (see :meth:`RedisResumeStore.flush`)."""
 
     def __init__(self, store: RedisResumeStore, key: Key) -> None:
         self.store = store
         self.key = key
         self.stream = _base(key) + ":log"
-        self._pending: list[bytes] = []
-        self._flushing: asyncio.Task[None] | None = None
-        #: The claim (new log, owner lease) that every write waits for.
+        self.pending: list[bytes] = []
+        #: The claim (a new log, the owner lease) that every write waits for.
         self.claimed: asyncio.Task[None] | None = None
         self.done = False
         self.failed = False
 
     def append(self, body: bytes) -> None:
-        self._pending.append(body)
-        if self._flushing is None or self._flushing.done():
-            self._flushing = asyncio.get_running_loop().create_task(self._flush())
+        self.pending.append(body)
+        self.store.schedule(self)
 
-    async def _flush(self) -> None:
-        redis = self.store.redis
+    async def close(self) -> None:
+        """Everything written, then the end marker; the log expires ``ttl`` after the end."""
+        self.done = True
         if self.claimed is not None:
             with contextlib.suppress(Exception):
                 await self.claimed
-        while self._pending and not self.failed:
-            batch, self._pending = self._pending, []
-            try:
-                async with redis.pipeline(transaction=False) as pipe:
-                    for body in batch:
-                        pipe.xadd(self.stream, {"d": body})
-                    await pipe.execute()
-            except (RedisError, OSError) as exc:
-                self.failed = True  # the producer's own client is not affected
-                self.store.log.warning("resume.redis_write_failed", error=str(exc)[:200])
-
-    async def close(self) -> None:
-        """The end marker (after every body), then the log expires ``ttl`` after the end."""
-        self.done = True
-        if self._flushing is not None:
-            with contextlib.suppress(Exception):
-                await self._flushing
-        await self._flush()
+        await self.store.flush()
         if self.failed:
             return
         base, ttl = _base(self.key), int(self.store.ttl * 1000)
@@ -134,6 +128,10 @@ class RedisResumeStore:
         self._running: dict[Key, tuple[ChatStream, RedisChunkLog]] = {}
         self._turns: dict[str, list[str]] = {}
         self._tasks: list[asyncio.Task[None]] = []
+        #: Logs with buffered writes (insertion-ordered), and the flush under way, if any.
+        self._dirty: dict[RedisChunkLog, None] = {}
+        self._flushing: asyncio.Task[None] | None = None
+        self._xadd_many = self.redis.register_script(_XADD_MANY)
 
     async def start(self) -> None:
         await self.redis.ping()
@@ -185,6 +183,49 @@ class RedisResumeStore:
             await self.redis.zrem(f"{_PREFIX}:turns:{session_id}", member)
 
     # -- producing -----------------------------------------------------------------------------
+
+    def schedule(self, log: RedisChunkLog) -> None:
+        self._dirty[log] = None
+        if self._flushing is None or self._flushing.done():
+            self._flushing = asyncio.get_running_loop().create_task(self._flush_soon())
+
+    async def _flush_soon(self) -> None:
+        await asyncio.sleep(FLUSH_INTERVAL)  # let the writes of every stream gather
+        await self._flush_once()
+
+    async def flush(self) -> None:
+        """Write everything buffered now (a log's close waits for its bodies this way)."""
+        if self._flushing is not None and not self._flushing.done():
+            with contextlib.suppress(Exception):
+                await self._flushing
+        await self._flush_once()
+
+    async def _flush_once(self) -> None:
+        """One Redis command for every log's buffered bodies (each log's joined into one entry:
+        readers only ever concatenate them). Logs not yet claimed wait for the next flush."""
+        keys: list[str] = []
+        bodies: list[bytes] = []
+        waiting: list[RedisChunkLog] = []
+        dirty, self._dirty = self._dirty, {}
+        for log in dirty:
+            if log.failed or not log.pending:
+                continue
+            if log.claimed is not None and not log.claimed.done():
+                waiting.append(log)
+                continue
+            keys.append(log.stream)
+            bodies.append(b"".join(log.pending))
+            log.pending.clear()
+        for log in waiting:
+            self.schedule(log)
+        if not keys:
+            return
+        try:
+            await self._xadd_many(keys=keys, args=bodies)
+        except (RedisError, OSError) as exc:
+            for log in dirty:
+                log.failed = True  # the producers' own clients are not affected
+            self.log.warning("resume.redis_write_failed", error=str(exc)[:200])
 
     def begin(self, key: Key, stream: ChatStream) -> RedisChunkLog:
         log = RedisChunkLog(self, key)

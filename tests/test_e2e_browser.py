@@ -69,7 +69,7 @@ def servers(built_app: Path):
             "--dialect",
             "agent-ops-v2",
             "--resume",
-            "off",  # the app's Stop is a disconnect that must abort the agent
+            "memory",  # the app's Stop asks the gateway to stop (a disconnect would detach)
             "--port",
             str(gateway_port),
             "--cors-origins",
@@ -127,6 +127,12 @@ def test_use_chat_app_in_headless_chromium(build: str, servers) -> None:
     log = httpx.get(f"{gateway}/demo/upstream-events/{stop['session']}", trust_env=False).json()
     assert {"type": "abort"} in log["received"], "the upstream must receive the abort frame"
 
+    resumed = result["resume"]  # a reload mid-answer: the answer completes in the new page
+    assert resumed["status"] == "ready" and resumed["assistants"] == 1
+    sent = httpx.get(f"{gateway}/demo/upstream-events/{resumed['session']}", trust_env=False)
+    deltas = [e for e in sent.json()["sent"] if e.get("type") == "message.part.text-delta"]
+    full = "".join(e["delta"] for e in deltas)
+    assert resumed["text"] == full and len(full) > resumed["beforeReload"], resumed
     assert "The demo agent failed on purpose (you asked)." in result["error"]["text"]
     assert result["error"]["status"] == "error"
 

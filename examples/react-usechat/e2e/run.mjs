@@ -16,10 +16,10 @@ const browser = await chromium.launch({
 const result = { build: config.build };
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-async function open(session) {
+async function open(session, extra = '') {
   const page = await browser.newPage({ viewport: { width: 900, height: 1000 } });
   page.on('pageerror', (e) => (result.pageErrors ||= []).push(String(e)));
-  const url = `${config.appUrl}?session=${encodeURIComponent(session)}&api=${encodeURIComponent(config.api)}`;
+  const url = `${config.appUrl}?session=${encodeURIComponent(session)}&api=${encodeURIComponent(config.api)}${extra}`;
   await page.goto(url);
   await page.getByTestId('input').waitFor();
   return page;
@@ -96,6 +96,27 @@ try {
   await send(errorPage, 'please fail now');
   await errorPage.getByTestId('error').waitFor({ timeout: 15000 });
   result.error = { text: await errorPage.getByTestId('error').textContent(), status: await status(errorPage) };
+
+  // 5. with resume on: a reload in the middle of an answer picks it up and completes it
+  const resumeSession = `e2e-resume-${config.build}-${Date.now()}`;
+  const resumePage = await open(resumeSession, '&resume=1');
+  await send(resumePage, 'slow answer please');
+  const resumeDeadline = Date.now() + 15000;
+  while ((await lastAssistantText(resumePage)).length < 20 && Date.now() < resumeDeadline) await sleep(30);
+  const beforeReload = (await lastAssistantText(resumePage)).length;
+  await resumePage.reload();
+  await resumePage.getByTestId('input').waitFor();
+  let resumedText = '';
+  const settleDeadline = Date.now() + 30000;
+  for (;;) {
+    resumedText = await lastAssistantText(resumePage);
+    if (resumedText.length > beforeReload && (await status(resumePage)) === 'ready') break;
+    if (Date.now() > settleDeadline) break;
+    await sleep(50);
+  }
+  result.resume = { session: resumeSession, beforeReload, text: resumedText, status: await status(resumePage),
+    assistants: await resumePage.getByTestId('message-assistant').count() };
+  await resumePage.screenshot({ path: config.screenshot.replace('.png', '-resumed.png'), fullPage: true });
 } catch (error) {
   result.failure = String(error && error.stack || error);
 } finally {

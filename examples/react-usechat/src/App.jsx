@@ -2,7 +2,9 @@
 // AI SDK 5 (ai@5, @ai-sdk/react@2) and AI SDK 7 (ai@7, @ai-sdk/react@4): see vite.config.js.
 //
 // Query parameters: ?session=<id> picks the upstream session, ?api=<gateway base URL> points at
-// a gateway on another origin (the gateway then needs --cors-origins for this page's origin).
+// a gateway on another origin (the gateway then needs --cors-origins for this page's origin),
+// ?chat=<id> names the chat and ?resume=1 turns on useChat's resume (a reloaded page picks the
+// running answer up again: the gateway's resume setting must be on).
 import { useChat } from '@ai-sdk/react';
 import { DefaultChatTransport } from 'ai';
 import { useEffect, useMemo, useState } from 'react';
@@ -10,6 +12,9 @@ import { useEffect, useMemo, useState } from 'react';
 const params = new URLSearchParams(window.location.search);
 const session = params.get('session') || 'demo';
 const apiBase = params.get('api') || '';
+const chatId = params.get('chat') || `chat-${session}`;
+const resume = params.get('resume') === '1';
+const api = `${apiBase}/api/sessions/${encodeURIComponent(session)}/chat`;
 
 // Every tool state each tool call went through, in order (the e2e test reads it).
 window.__toolStates = window.__toolStates || {};
@@ -43,11 +48,14 @@ function Part({ part }) {
 }
 
 export function App() {
-  const transport = useMemo(
-    () => new DefaultChatTransport({ api: `${apiBase}/api/sessions/${encodeURIComponent(session)}/chat` }),
-    [],
-  );
-  const { messages, sendMessage, status, stop, error } = useChat({ transport });
+  const transport = useMemo(() => new DefaultChatTransport({ api }), []);
+  const { messages, sendMessage, status, stop, error } = useChat({ id: chatId, transport, resume });
+  // With resume on, the client's stop() only disconnects: ask the gateway to stop the agent
+  // (a gateway without resume answers 404, and the disconnect itself aborts).
+  const stopAnswer = async () => {
+    await fetch(`${api}/${encodeURIComponent(chatId)}/stop`, { method: 'POST' }).catch(() => {});
+    stop();
+  };
   const [input, setInput] = useState('');
   const [agentStatus, setAgentStatus] = useState('');
 
@@ -78,7 +86,7 @@ export function App() {
       >
         <input data-testid="input" value={input} onChange={(e) => setInput(e.target.value)} placeholder="Say something…" />
         <button data-testid="send" type="submit" disabled={busy}>Send</button>
-        <button data-testid="stop" type="button" onClick={() => stop()} disabled={!busy}>Stop</button>
+        <button data-testid="stop" type="button" onClick={stopAnswer} disabled={!busy}>Stop</button>
       </form>
     </main>
   );

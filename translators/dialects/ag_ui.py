@@ -33,6 +33,7 @@ from translators.kit import (
     TurnInput,
     WebSocketContract,
     error_message,
+    flat_text_delta,
     optional_str,
     require_list,
     require_str,
@@ -125,16 +126,8 @@ class AgUiTranslator(Translator):
         return spec.LEGACY_THINKING.get(kind, kind)
 
     def fast_text_delta(self, event: dict[str, Any]) -> str | None:
-        message = self._fast_message
-        if message is None or event.get("messageId") != message:
-            return None
-        if event.get("type") != "TEXT_MESSAGE_CONTENT":
-            return None
-        for key in event:
-            if key not in _FAST_KEYS:
-                return None
-        delta = event.get("delta")
-        return delta if type(delta) is str and delta else None
+        kind = "TEXT_MESSAGE_CONTENT"
+        return flat_text_delta(event, kind, "messageId", self._fast_message, _FAST_KEYS)
 
     # -- the run ---------------------------------------------------------------------------------
 

@@ -32,6 +32,7 @@ from translators.kit import (
     TranslatorOptions,
     TurnInput,
     error_message,
+    flat_text_delta,
     require_dict,
     require_str,
     usage_metadata,
@@ -135,16 +136,8 @@ class OpenAIResponsesTranslator(Translator):
         self._metadata: dict[str, Any] = {}
 
     def fast_text_delta(self, event: dict[str, Any]) -> str | None:
-        item_id = self._fast_item
-        if item_id is None or event.get("item_id") != item_id:
-            return None
-        if event.get("type") != "response.output_text.delta":
-            return None
-        for key in event:
-            if key not in _FAST_KEYS:
-                return None
-        delta = event.get("delta")
-        return delta if type(delta) is str and delta else None
+        kind = "response.output_text.delta"
+        return flat_text_delta(event, kind, "item_id", self._fast_item, _FAST_KEYS)
 
     def event_type(self, event: dict[str, Any]) -> str | None:
         kind = event.get("type")

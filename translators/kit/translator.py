@@ -42,6 +42,7 @@ __all__ = [
     "UnknownEventPolicy",
     "counter_ids",
     "error_message",
+    "flat_text_delta",
     "optional_str",
     "require_dict",
     "require_list",
@@ -115,6 +116,21 @@ def require_list(value: Any, what: str) -> list[Any]:
     if not isinstance(value, list):
         raise MalformedEvent(f"{what} must be a list")
     return value
+
+
+def flat_text_delta(
+    event: dict[str, Any], kind: str, id_key: str, part: str | None, keys: frozenset[str]
+) -> str | None:
+    """For :meth:`Translator.fast_text_delta` of vocabularies whose text delta is one flat event
+    (``{type, <id_key>, delta, …}``): the delta when ``event`` is exactly such an event for the
+    open part ``part`` (no key outside ``keys``, a non-empty string delta), else ``None``."""
+    if part is None or event.get(id_key) != part or event.get("type") != kind:
+        return None
+    for key in event:
+        if key not in keys:
+            return None
+    delta = event.get("delta")
+    return delta if type(delta) is str and delta else None
 
 
 def error_message(value: Any, default: str) -> str:

@@ -19,7 +19,7 @@ the response has gone out) and ``client_message`` (short text the AI SDK shows t
         │                             credentials; 502 when it refused the gateway's own
         └── UpstreamClosed            the connection ended while streaming (an error chunk)
 
-Foreign exceptions (``OSError``, ``websockets`` and ``httpx`` errors) are mapped to these only at
+Foreign exceptions (``OSError``, ``websockets`` and ``h11`` errors) are mapped to these only at
 the transport boundary (:func:`gateway.transports.base.map_upstream_errors`). An unexpected
 exception never reaches the client as text: it gets a generic message, the detail goes to the log.
 """

@@ -11,7 +11,6 @@ classes here and nowhere else (:func:`map_upstream_errors`).
 from __future__ import annotations
 
 import contextlib
-import sys
 from collections.abc import Iterator
 from typing import Protocol
 
@@ -70,13 +69,5 @@ def map_upstream_errors(phase: str) -> Iterator[None]:
         raise UpstreamClosed(detail=f"{phase}: {exc}") from exc
     except (wse.InvalidHandshake, wse.InvalidURI) as exc:
         raise UpstreamUnavailable(detail=f"{phase}: {exc}") from exc
-    except OSError as exc:
+    except OSError as exc:  # TLS failures included (ssl.SSLError is an OSError)
         raise UpstreamUnavailable(detail=f"{phase}: {exc.strerror or exc}") from exc
-    except Exception as exc:
-        # httpx is imported only by the HTTP transport; map its errors when it is in use.
-        httpx = sys.modules.get("httpx")
-        if httpx is not None and isinstance(exc, httpx.TimeoutException):
-            raise UpstreamTimeout(detail=f"{phase}: {type(exc).__name__}") from exc
-        if httpx is not None and isinstance(exc, httpx.HTTPError):
-            raise UpstreamUnavailable(detail=f"{phase}: {type(exc).__name__}: {exc}") from exc
-        raise

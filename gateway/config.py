@@ -173,6 +173,11 @@ class GatewayConfig(BaseModel):
     abort_frame: dict[str, Any] | None = Field(
         None, description="JSON template replacing the dialect's abort frame (WebSocket)"
     )
+    answer_frame: dict[str, Any] | None = Field(
+        None,
+        description="JSON template replacing the dialect's answer frame (WebSocket): what "
+        "carries the app's answer to an agent's question ({question_id}, \"{answer}\")",
+    )
 
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="log level")
     log_format: Literal["json", "console"] = Field("json", description="log format")

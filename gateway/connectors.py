@@ -126,7 +126,9 @@ def connector_for(dialect: Dialect, config: GatewayConfig) -> Connector:
                 f"dialect {dialect.name!r} has no WebSocket upstream: use an "
                 f"{' or '.join(s + '://' for s in dialect.transports)} upstream URL"
             )
-        templates = FrameTemplates(config.prompt_frame, config.regenerate_frame, config.abort_frame)
+        templates = FrameTemplates(
+            config.prompt_frame, config.regenerate_frame, config.abort_frame, config.answer_frame
+        )
         return WebSocketConnector(
             config.upstream, dialect.websocket, templates, config.connect_timeout
         )

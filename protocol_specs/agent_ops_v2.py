@@ -38,8 +38,15 @@ upstream event                UI chunks
                               ``complete``
 ``error``                     ``error`` (``{messageId, error: "<text>"}`` from the runner, or
                               ``{message}``), then ``finish`` (error)
-``question``                  ``data-question`` (kept in the message, ``id`` = question id) — an AI
-                              SDK 6+ tool approval cannot carry the structured answer flow
+``question``                  the agent asks and waits: a client-side tool call
+                              :data:`QUESTION_TOOL` (``tool-ask_user``; ``toolCallId`` = the
+                              question id, input = the event's fields: question, options…)
+                              ending at ``input-available``, and the turn ends with
+                              ``tool-calls`` (the socket is closed without the abort frame: the
+                              agent keeps waiting). The app answers with ``addToolOutput``; the
+                              next request, continuing the same message, sends
+                              :func:`answer_frame` instead of a prompt, and the agent's
+                              continuation streams into that message
 ``status``                    transient ``data-session-status``
 ``init``, ``message``,        deliberately not mapped: hydration of the browser socket, never
 ``message.updated``           re-rendered as new text (counted as ``hydration``)
@@ -56,6 +63,8 @@ from typing import Any, Final, Literal, NotRequired, TypedDict
 
 __all__ = [
     "ABORT_FRAME",
+    "QUESTION_TOOL",
+    "answer_frame",
     "FINALIZE_REASONS",
     "HYDRATION_EVENTS",
     "MessageCreate",
@@ -132,6 +141,17 @@ FINALIZE_REASONS: Final[dict[str, str | None]] = {
 HYDRATION_EVENTS: Final = frozenset({"init", "message", "message.updated"})
 
 ABORT_FRAME: Final[dict[str, Any]] = {"type": "abort"}
+#: The client-side tool a ``question`` becomes (the app renders it and answers it).
+QUESTION_TOOL: Final = "ask_user"
+
+
+def answer_frame(question_id: str, answer: Any, is_error: bool = False) -> dict[str, Any]:
+    """The frame that answers a question (the default; a deployment may template it): the app's
+    tool output, or its error text with ``"error": true`` when the user declined."""
+    frame: dict[str, Any] = {"type": "answer", "questionId": question_id, "answer": answer}
+    if is_error:
+        frame["error"] = True
+    return frame
 
 
 def prompt_frame(text: str, message_id: str, attachments: list[dict[str, Any]]) -> dict[str, Any]:

@@ -139,20 +139,22 @@ def test_agent_status_question_status_hydration_and_domain_events() -> None:
         [
             CREATE,
             {"type": "agentStatus", "status": "thinking", "messageId": "m"},
-            {"type": "question", "questionId": "q1", "question": "Deploy?"},
             {"type": "status", "status": "busy"},
             {"type": "init", "messages": []},
             {"type": "message.updated", "message": {}},
             {"type": "git.state", "branch": "main"},
-            fin(),
+            {"type": "question", "questionId": "q1", "question": "Deploy?"},
+            fin(),  # the agent waits for the answer: the turn already ended at the question
         ],
     )
     assert {"type": "data-agent-status", "data": {"status": "thinking"}, "transient": True} in out
     assert {
-        "type": "data-question",
-        "id": "q1",
-        "data": {"questionId": "q1", "question": "Deploy?"},
+        "type": "tool-input-available",
+        "toolCallId": "q1",
+        "toolName": "ask_user",
+        "input": {"questionId": "q1", "question": "Deploy?"},
     } in out
+    assert out[-1] == {"type": "finish", "finishReason": "tool-calls"}
     assert {"type": "data-session-status", "data": {"status": "busy"}, "transient": True} in out
     assert {"type": "data-git.state", "data": {"branch": "main"}, "transient": True} in out
     assert tr.translator.stats["hydration"] == 2

@@ -216,6 +216,30 @@ def test_demo_serves_the_page_and_a_stream_every_client_accepts(real_clients) ->
         assert verdict.finish_reason == "stop"
 
 
+def test_the_demo_asks_on_cue_and_continues_with_the_answer(real_clients) -> None:
+    port = free_port()
+    args = ("demo", "--dialect", "agent-ops-v2", "--port", str(port))
+    with process(*args, ready_url=f"http://127.0.0.1:{port}/healthz"):
+        base = f"http://127.0.0.1:{port}"
+        first = post_chat(base, "ask-1", user_body("ask me"))
+        message = real_clients.check(first.content)[7].message
+        assert message is not None
+        parts = [
+            {**p, "state": "output-available", "output": "blue"}
+            if p["type"] == "tool-ask_user"
+            else p
+            for p in message["parts"]
+        ]
+        body = user_body("ask me")
+        body["messages"].append({**message, "parts": parts})
+        second = post_chat(base, "ask-1", body)
+        log = httpx.get(f"{base}/demo/upstream-events/ask-1", trust_env=False).json()
+    answers = [f for f in log["received"] if f.get("type") == "answer"]
+    assert len(answers) == 1 and answers[0]["answer"] == "blue"
+    for major, verdict in real_clients.check(second.content).items():
+        assert verdict.ok and "You chose **blue**" in verdict.text(), (major, verdict.fatal)
+
+
 @pytest.mark.parametrize(
     "dialect", ["anthropic-messages", "openai-responses", "gemini", "ag-ui", "pi-agent"]
 )

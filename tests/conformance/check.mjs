@@ -26,7 +26,9 @@ function bodyBytes(testCase) {
   return Buffer.from(testCase.body, "utf8");
 }
 
-async function runOne(major, testCase) {
+async function runOne(major, shared) {
+  // The client builds on the continued message in place: each major gets its own copy.
+  const testCase = shared.message ? { ...shared, message: structuredClone(shared.message) } : shared;
   const { DefaultChatTransport, readUIMessageStream } = clients[major];
   const bytes = bodyBytes(testCase);
   const transport = new DefaultChatTransport({

@@ -237,12 +237,19 @@ class AgentOpsV2Translator(Translator):
         return out
 
     def _on_question(self, event: dict[str, Any]) -> Sequence[Item]:
-        data = {k: v for k, v in event.items() if k != "type"}
-        chunk: Chunk = {"type": "data-question", "data": data}
+        """The agent asks and waits: a client-side tool call the app answers, and the turn ends
+        (see the spec module)."""
         question_id = event.get("questionId", event.get("id"))
-        if isinstance(question_id, str):
-            chunk["id"] = question_id
-        return [*self.end_text(), chunk]
+        if not isinstance(question_id, str) or not question_id:
+            question_id = self.ids("question")
+        data = {k: v for k, v in event.items() if k != "type"}
+        base = {"toolCallId": question_id, "toolName": spec.QUESTION_TOOL, **self.tool_flags()}
+        return [
+            *self.end_parts(),
+            {"type": "tool-input-start", **base},
+            {"type": "tool-input-available", **base, "input": data},
+            CloseRequest(CloseReason.COMPLETED, finish_reason="tool-calls"),
+        ]
 
     def _on_status(self, event: dict[str, Any]) -> Sequence[Item]:
         data = {k: v for k, v in event.items() if k != "type"}
@@ -270,6 +277,14 @@ def _abort_frame(turn: TurnInput) -> dict[str, Any]:
     return dict(spec.ABORT_FRAME)
 
 
+def _answer_frame(turn: TurnInput) -> dict[str, Any] | None:
+    """The answer to the question the continued message ends with, if the app answered it."""
+    for call in turn.answered_calls():
+        if call.tool_name == spec.QUESTION_TOOL:
+            return spec.answer_frame(call.tool_call_id, call.output, call.is_error)
+    return None
+
+
 # -- the demo backend (``chunkbridge demo``) -----------------------------------------------------
 
 DEMO_DELAY = 0.03
@@ -294,11 +309,27 @@ def demo_turn(
 ) -> Iterator[DemoStep]:
     """One scripted, realistic turn: status updates, a markdown answer streamed word by word, a
     tool going pending → running → completed, more text. "fail" in the prompt makes the agent
-    report an error mid-answer; "slow" streams eight times slower (for trying Stop). After the
-    abort frame the turn is finalized as ``canceled``."""
+    report an error mid-answer; "slow" streams eight times slower (for trying Stop); "ask" makes
+    it ask a question (the answer frame continues the turn). After the abort frame the turn is
+    finalized as ``canceled``."""
     text = str(prompt.get("content", "")) if isinstance(prompt, dict) else ""
     pace = DEMO_DELAY * (8 if "slow" in text.lower() else 1)
     turn, call = f"turn_{number:04d}", f"prt_{number:04d}"
+    if isinstance(prompt, dict) and prompt.get("type") == "answer":  # the user answered
+        yield from _answered(prompt, turn, pace, aborted)
+        return
+    if "ask" in text.lower().split() or "ask?" in text.lower():
+        yield {"type": "message.create", "turnId": turn, "channelType": "web"}
+        for word in _words("Before I answer, one question."):
+            yield {"type": "message.part.text-delta", "turnId": turn, "delta": word}
+            yield Pause(pace)
+        yield {
+            "type": "question",
+            "questionId": f"q_{number:04d}",
+            "question": "Which color do you prefer?",
+            "options": ["red", "green", "blue"],
+        }
+        return
 
     def status(value: str) -> dict[str, Any]:
         return {"type": "agentStatus", "status": value}
@@ -338,6 +369,21 @@ def demo_turn(
     yield {"type": "complete"}
 
 
+def _answered(
+    frame: dict[str, Any], turn: str, pace: float, aborted: Callable[[], bool]
+) -> Iterator[DemoStep]:
+    """The continuation after the user answered the demo's question."""
+    answer = frame.get("answer")
+    text = f"You chose **{answer}**: a fine choice." if not frame.get("error") else "No answer."
+    steps = [
+        {"type": "message.create", "turnId": turn, "channelType": "web"},
+        *[{"type": "message.part.text-delta", "turnId": turn, "delta": w} for w in _words(text)],
+    ]
+    ok = yield from _play(steps, pace, aborted)
+    yield {"type": "message.finalize", "turnId": turn, "reason": "end_turn" if ok else "canceled"}
+    yield {"type": "complete"}
+
+
 def _play(
     steps: list[Any], pace: float, aborted: Callable[[], bool]
 ) -> Generator[DemoStep, None, bool]:
@@ -360,7 +406,10 @@ DIALECT = Dialect(
     summary="agent-ops V2 session backend events (WebSocket)",
     translator=AgentOpsV2Translator,
     websocket=WebSocketContract(
-        prompt_frame=_prompt_frame, abort_frame=_abort_frame, regenerate_frame=_regenerate_frame
+        prompt_frame=_prompt_frame,
+        abort_frame=_abort_frame,
+        regenerate_frame=_regenerate_frame,
+        answer_frame=_answer_frame,
     ),
     spec=spec.__name__,
     demo=demo_turn,

@@ -20,6 +20,7 @@ from translators.kit.blocks import (
 )
 from translators.kit.dialect import (
     DEFAULT_RETRY_STATUSES,
+    AnsweredCall,
     DemoScript,
     DemoStep,
     Dialect,
@@ -51,6 +52,7 @@ from translators.kit.translator import (
 
 __all__ = [
     "DEFAULT_RETRY_STATUSES",
+    "AnsweredCall",
     "Chunk",
     "CloseReason",
     "CloseRequest",

@@ -34,7 +34,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from protocol_specs.chat_request import ChatRequest, UserPrompt
+from protocol_specs.chat_request import ChatRequest, ToolPart, UserPrompt
 from translators.kit.translator import Translator, TranslatorOptions
 
 __all__ = [
@@ -46,6 +46,7 @@ __all__ = [
     "HttpRequest",
     "HttpSseContract",
     "NoSettings",
+    "AnsweredCall",
     "Pause",
     "RequestRejected",
     "TurnFrames",
@@ -71,6 +72,17 @@ class RequestRejected(ValueError):
     def __init__(self, client_message: str) -> None:
         super().__init__(client_message)
         self.client_message = client_message
+
+
+@dataclass(frozen=True, slots=True)
+class AnsweredCall:
+    """A client-side tool call the app answered (``addToolOutput``) in the continued message."""
+
+    tool_call_id: str
+    tool_name: str
+    output: Any
+    #: The app reported an error (``output-error``: its ``errorText`` is the output).
+    is_error: bool
 
 
 @dataclass(frozen=True)  # not slots: the cached properties need an instance dict
@@ -100,6 +112,23 @@ class TurnInput:
     def prompt(self) -> UserPrompt | None:
         """The newest user message (text and files), if there is one."""
         return self.request.latest_user_message()
+
+    def answered_calls(self) -> list[AnsweredCall]:
+        """The tool calls the app answered in the message this request continues (spec §5.4),
+        newest last; empty for a new message. A dialect whose agent waits for such answers
+        sends them instead of a new prompt."""
+        message = self.request.continued_message()
+        if message is None:
+            return []
+        out = []
+        for part in message.parts:
+            if not isinstance(part, ToolPart) or part.providerExecuted:
+                continue  # ToolPart: tool-<name> and dynamic-tool parts
+            if part.state == "output-available":
+                out.append(AnsweredCall(part.toolCallId, part.tool_name, part.output, False))
+            elif part.state == "output-error":
+                out.append(AnsweredCall(part.toolCallId, part.tool_name, part.errorText, True))
+        return out
 
     def require_prompt(self) -> UserPrompt:
         """The newest user message; :class:`RequestRejected` when there is none."""
@@ -143,6 +172,10 @@ class WebSocketContract:
     abort_frame: Callable[[TurnInput], Frame | None] = lambda turn: None
     #: The frame for a regenerate request; ``None``: the prompt frame.
     regenerate_frame: Callable[[TurnInput], Frame] | None = None
+    #: The frame that carries the app's answer to a question the agent asked (a continuation
+    #: whose client-side tool call has its output: :meth:`TurnInput.answered_calls`), or
+    #: ``None`` when the request holds no answer for it: then the prompt frame.
+    answer_frame: Callable[[TurnInput], Frame | None] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,6 +260,9 @@ class FrameTemplates:
     prompt: Frame | None = None
     regenerate: Frame | None = None
     abort: Frame | None = None
+    #: Replaces the dialect's answer frame: ``{question_id}``, and ``"{answer}"`` (the app's
+    #: output as it is) besides the placeholders above.
+    answer: Frame | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,8 +271,8 @@ class TurnFrames:
     abort: Frame | None
 
 
-_SCALARS = ("text", "message_id", "run_id", "session_id", "chat_id")
-_LISTS = ("{attachments}", "{messages}")
+_SCALARS = ("text", "message_id", "run_id", "session_id", "chat_id", "question_id")
+_LISTS = ("{attachments}", "{messages}", "{answer}")
 
 
 def _fill(template: Any, values: dict[str, Any]) -> Any:
@@ -248,7 +284,8 @@ def _fill(template: Any, values: dict[str, Any]) -> Any:
         if template in _LISTS:
             return values[template[1:-1]]
         for key in _SCALARS:
-            template = template.replace("{" + key + "}", str(values[key]))
+            if key in values:
+                template = template.replace("{" + key + "}", str(values[key]))
     return template
 
 
@@ -258,7 +295,14 @@ def build_frames(
     """The prompt and abort frames of one turn: the deployment's templates where it has them,
     else the dialect's; with ``history = "full"`` the prompt carries ``messages`` too."""
     values = turn.template_values() if templates != FrameTemplates() else {}
-    if turn.regenerate and templates.regenerate is not None:
+    answer = contract.answer_frame(turn) if contract.answer_frame is not None else None
+    if answer is not None and templates.answer is not None:
+        values["question_id"] = answer.get("questionId", "")
+        values["answer"] = answer.get("answer")
+        answer = _fill(templates.answer, values)
+    if answer is not None:
+        prompt = answer
+    elif turn.regenerate and templates.regenerate is not None:
         prompt = _fill(templates.regenerate, values)
     elif templates.prompt is not None:
         prompt = _fill(templates.prompt, values)

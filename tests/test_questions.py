@@ -1,0 +1,124 @@
+"""An agent's question answered through useChat (issue: human in the loop, item 1): the question
+becomes a client-side ``ask_user`` tool call, the app answers with addToolOutput, the next request
+sends the answer frame upstream and the continuation streams into the same assistant message —
+for the real ai 5, 6 and 7 clients."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from websockets.asyncio.server import ServerConnection
+
+from tests.gateway_harness import ScriptedUpstream, post, running_gateway, user_body
+from tests.helpers import decode_sse, provider_turn
+from translators.dialects.agent_ops_v2 import DIALECT
+from translators.kit import FrameTemplates, NoSettings, build_frames
+
+
+async def asking_agent(ws: ServerConnection, up: ScriptedUpstream, session: str) -> None:
+    first = up.received[session][-1]
+    if first.get("type") == "answer":
+        turn = "t2"
+        events: list[Any] = [
+            {"type": "message.create", "turnId": turn},
+            {
+                "type": "message.part.text-delta",
+                "turnId": turn,
+                "delta": f"Deploying: {first['answer']}.",
+            },
+            {"type": "message.finalize", "turnId": turn, "reason": "end_turn"},
+            {"type": "complete"},
+        ]
+    else:
+        turn = "t1"
+        events = [
+            {"type": "message.create", "turnId": turn},
+            {"type": "message.part.text-delta", "turnId": turn, "delta": "One question first."},
+            {
+                "type": "question",
+                "questionId": "q1",
+                "question": "Deploy?",
+                "options": ["yes", "no"],
+            },
+        ]
+    for event in events:
+        await up.send(ws, session, event)
+    await ws.wait_closed()  # the agent waits; the gateway closes after the turn
+
+
+@pytest.mark.conformance
+async def test_a_question_is_answered_and_the_agent_continues_in_the_same_message(
+    real_clients,
+) -> None:
+    async with ScriptedUpstream() as upstream:
+        upstream.scripts["*"] = asking_agent
+        async with running_gateway(upstream=upstream.url) as (gw, _):
+            first = await post(gw, "s1", user_body("deploy it"))
+            asked = real_clients.check(first.content)
+            for major, verdict in asked.items():
+                assert verdict.ok and verdict.finish_reason == "tool-calls", (major, verdict.fatal)
+                (call,) = verdict.parts("tool-ask_user")
+                assert call["state"] == "input-available" and call["toolCallId"] == "q1"
+                assert call["input"]["question"] == "Deploy?"
+            # The app answers (addToolOutput) and sends the conversation back (ai 7's message).
+            message = asked[7].message
+            assert message is not None and message["id"]
+            answered = {
+                **message,
+                "parts": [
+                    {**p, "state": "output-available", "output": "yes"}
+                    if p["type"] == "tool-ask_user"
+                    else p
+                    for p in message["parts"]
+                ],
+            }
+            body = user_body("deploy it")
+            body["messages"].append(answered)
+            second = await post(gw, "s1", body)
+    answers = [f for f in upstream.received["s1"] if f.get("type") == "answer"]
+    assert answers == [{"type": "answer", "questionId": "q1", "answer": "yes"}]  # exactly one
+    assert not upstream.aborted("s1")  # the question's turn ended without the abort frame
+    chunks = decode_sse(second.content)
+    assert chunks[0]["messageId"] == message["id"]  # continues the same assistant message
+    for major, verdict in real_clients.check(second.content, message=answered).items():
+        assert verdict.ok and verdict.finish_reason == "stop", (major, verdict.fatal)
+        parts = (verdict.message or {})["parts"]
+        texts = [p["text"] for p in parts if p["type"] == "text"]
+        assert texts == ["One question first.", "Deploying: yes."], (major, parts)
+        (call,) = [p for p in parts if p["type"] == "tool-ask_user"]
+        assert call["state"] == "output-available" and call["output"] == "yes"
+
+
+def test_the_answer_frame_is_templatable_and_absent_without_an_answer() -> None:
+    assert DIALECT.websocket is not None
+    asked = {
+        "id": "a1",
+        "role": "assistant",
+        "parts": [
+            {
+                "type": "tool-ask_user",
+                "toolCallId": "q9",
+                "state": "output-error",
+                "input": {},
+                "errorText": "I'd rather not say",
+            },
+        ],
+    }
+    user = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "go"}]}
+    turn = provider_turn(NoSettings, [user, asked])
+    frames = build_frames(DIALECT.websocket, turn)
+    assert frames.prompt == {
+        "type": "answer",
+        "questionId": "q9",
+        "answer": "I'd rather not say",
+        "error": True,
+    }
+    templates = FrameTemplates(answer={"op": "reply", "to": "{question_id}", "value": "{answer}"})
+    assert build_frames(DIALECT.websocket, turn, templates).prompt == {
+        "op": "reply",
+        "to": "q9",
+        "value": "I'd rather not say",
+    }
+    fresh = build_frames(DIALECT.websocket, provider_turn(NoSettings, [user]))
+    assert fresh.prompt["type"] == "prompt"

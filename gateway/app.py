@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 import time
 import uuid
-from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -33,125 +31,26 @@ from starlette.routing import Route, WebSocketRoute
 
 from gateway.auth import authenticate
 from gateway.chat_socket import chat_socket
-from gateway.config import ConfigError, GatewayConfig
-from gateway.connectors import Connector, connector_for
-from gateway.dialects import UnknownDialect, get_dialect, registry
-from gateway.driver import DriverSettings, TurnDriver
+from gateway.config import GatewayConfig
 from gateway.errors import (
     BadRequest,
     GatewayError,
     NotFound,
     PayloadTooLarge,
     ServiceUnavailable,
-    TurnInProgress,
     UnsupportedMediaType,
 )
-from gateway.logging import get_logger
-from gateway.metrics import Metrics
-from gateway.resume import MemoryResumeStore, ResumeResponse
+from gateway.resume import ResumeResponse
+from gateway.state import RETRY_AFTER_DRAINING, SESSION_ID, GatewayState
+from gateway.turns import open_turn
 
 if TYPE_CHECKING:
-    from gateway.resume_redis import RedisResumeStore
-from gateway.streaming import ChatStream
+    pass
 from protocol_specs.chat_request import ChatRequest
-from translators.core.turn import Turn, TurnOptions
-from translators.kit import (
-    Dialect,
-    RequestRejected,
-    Translator,
-    TranslatorOptions,
-    TurnInput,
-    UnknownEventPolicy,
-)
 
-__all__ = ["GatewayState", "create_app", "open_turn"]
+__all__ = ["GatewayState", "create_app", "open_turn"]  # state and opening re-exported
 
-SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@~-]{0,127}")
 _JSON_TYPES = ("application/json",)
-#: ``Retry-After`` of the 503 a draining gateway answers, in seconds.
-RETRY_AFTER_DRAINING = 5
-
-
-class GatewayState:
-    """Per-app state: config, dialect, connector, metrics, turn locks, open streams."""
-
-    def __init__(self, config: GatewayConfig) -> None:
-        self.metrics = Metrics()
-        self.turns: Counter[str] = Counter()
-        self.streams: set[ChatStream] = set()
-        self.draining = False
-        self.log = get_logger("chunkbridge.gateway")
-        self._stream_closed = asyncio.Event()
-        self.configure(config)
-
-    def configure(self, config: GatewayConfig) -> None:
-        """Use ``config`` for the next turns. Raises :class:`ConfigError` when the dialect is
-        unknown, its settings are invalid, or it does not speak the upstream URL's transport."""
-        if config.dialect is None:
-            names = ", ".join(registry().dialects) or "none registered"
-            raise ConfigError(f"no dialect: set one with --dialect NAME (available: {names})")
-        try:
-            dialect = get_dialect(config.dialect)
-        except UnknownDialect as exc:
-            raise ConfigError(str(exc)) from exc
-        raw = config.dialect_settings.get(dialect.name, {})
-        try:
-            settings = dialect.settings.model_validate(raw)
-        except ValidationError as exc:
-            raise ConfigError(f"invalid settings for dialect {dialect.name}: {exc}") from exc
-        self.config = config
-        self.dialect: Dialect = dialect
-        self.dialect_settings = settings
-        self.connector: Connector = connector_for(dialect, config)
-        if config.resume == "off":
-            self.resume: MemoryResumeStore | RedisResumeStore | None = None
-        elif getattr(self, "resume", None) is None:
-            if config.resume == "redis":
-                from gateway.resume_redis import RedisResumeStore
-
-                self.resume = RedisResumeStore(
-                    config.redis_url, config.resume_ttl, config.owner_lease, self.log
-                )
-            else:
-                self.resume = MemoryResumeStore(config.resume_ttl)
-        self.driver_settings = DriverSettings(
-            first_event_timeout=config.first_event_timeout,
-            idle_timeout=config.idle_timeout,
-            total_timeout=config.total_timeout,
-            keepalive_interval=config.keepalive_interval,
-            flush_interval=config.flush_interval,
-        )
-        #: The same for every turn (one object, not one per turn).
-        self.translator_options = TranslatorOptions(
-            unknown_events=UnknownEventPolicy(config.unknown_events),
-            dynamic_tools=config.dynamic_tools,
-            settings=settings,
-        )
-
-    def acquire_turn(self, session_id: str) -> None:
-        if self.turns[session_id] >= self.config.max_turns_per_session:
-            raise TurnInProgress(detail=f"{self.turns[session_id]} active")
-        self.turns[session_id] += 1
-
-    def release_turn(self, session_id: str) -> None:
-        self.turns[session_id] -= 1
-        if self.turns[session_id] <= 0:
-            del self.turns[session_id]
-
-    def forget_stream(self, stream: ChatStream) -> None:
-        self.streams.discard(stream)
-        self._stream_closed.set()
-
-    async def drain(self, grace: float) -> None:
-        """End every open stream with a valid ending; wait up to ``grace`` seconds for them."""
-        self.draining = True
-        for stream in list(self.streams):
-            stream.shutdown()
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(grace):
-                while self.streams:
-                    self._stream_closed.clear()
-                    await self._stream_closed.wait()
 
 
 async def _read_body(request: Request, limit: int) -> bytes:
@@ -222,78 +121,6 @@ async def chat(request: Request) -> Any:
         return _rejected(state, log, exc, started)
 
 
-async def open_turn(
-    state: GatewayState,
-    chat_request: ChatRequest,
-    session_id: str,
-    forward: dict[str, str],
-    request_id: str,
-    started: float,
-    log: Any,
-) -> ChatStream:
-    """Start one turn upstream (the session's turn held, the upstream opened, the chunk log
-    begun when resume is on) and the :class:`ChatStream` that delivers it, over HTTP or a
-    WebSocket. Raises before anything is streamed: the caller answers the error."""
-    config = state.config
-    state.acquire_turn(session_id)
-    resume = state.resume if chat_request.id else None  # no chat id: nothing to resume by
-    member = ""
-    try:
-        if resume is not None:  # the rule across instances (redis); a no-op in one process
-            member = await resume.acquire_turn(session_id, config.max_turns_per_session)
-        run_id = uuid.uuid4().hex
-        turn_input = TurnInput(
-            chat_request, session_id, run_id, state.dialect_settings, config.history.value
-        )
-        try:
-            upstream = await state.connector.open(turn_input, forward)
-        except RequestRejected as exc:
-            raise BadRequest(exc.client_message) from exc
-    except BaseException:
-        state.release_turn(session_id)
-        if resume is not None:
-            await resume.release_turn(session_id, member)
-        raise
-
-    message_id = chat_request.response_message_id() or f"msg_{run_id[:24]}"
-    translator = state.dialect.translator(state.translator_options)
-    turn = Turn(
-        translator,
-        TurnOptions(target=config.target, message_id=message_id, mask_errors=config.mask_errors),
-    )
-    driver = TurnDriver(
-        upstream, turn, state.driver_settings, started=started, counters=state.metrics
-    )
-    state.metrics.requests.labels("200").inc()
-    state.metrics.active_streams.inc()
-
-    key = (session_id, chat_request.id)
-
-    async def finished(stream: ChatStream) -> None:
-        # Takes the stream as an argument: a closure over it would make stream and callback a
-        # reference cycle, keeping every finished turn (upstream socket, translator, buffers)
-        # alive until the cyclic garbage collector happens to run.
-        if resume is not None and stream.log is not None:
-            resume.finished(key, stream.log)  # type: ignore[arg-type]  # its own log kind
-        state.forget_stream(stream)
-        state.release_turn(session_id)
-        if resume is not None:
-            await resume.release_turn(session_id, member)
-        _log_stream_end(state, log, stream, translator, started)
-
-    stream = ChatStream(
-        driver=driver,
-        # with resume on, a client that goes away detaches: the turn runs on into its log
-        on_disconnect="detach" if resume is not None else config.on_disconnect,
-        request_id=request_id,
-        on_done=finished,
-    )
-    if resume is not None:
-        stream.log = resume.begin(key, stream)
-    state.streams.add(stream)
-    return stream
-
-
 def _rejected(state: GatewayState, log: Any, exc: Exception, started: float) -> Response:
     """The HTTP error for a request that failed before streaming, and its log line."""
     duration_ms = round((time.monotonic() - started) * 1000, 1)
@@ -313,47 +140,6 @@ def _rejected(state: GatewayState, log: Any, exc: Exception, started: float) -> 
         duration_ms=duration_ms,
     )
     return PlainTextResponse(exc.client_message, status_code=status, headers=exc.headers)
-
-
-def _log_stream_end(
-    state: GatewayState, log: Any, stream: ChatStream, translator: Translator, started: float
-) -> None:
-    driver = stream.driver
-    turn = driver.turn
-    duration = time.monotonic() - started
-    metrics = state.metrics
-    metrics.active_streams.dec()
-    metrics.stream_duration.observe(duration)
-    close_reason = turn.close_reason.value if turn.close_reason is not None else "unfinished"
-    metrics.stream_outcomes.labels(close_reason).inc()
-    if driver.upstream_error is not None:
-        metrics.upstream_errors.labels(type(driver.upstream_error).__name__).inc()
-    error = str(driver.upstream_error) if driver.upstream_error is not None else None
-    if turn.internal_error is not None:
-        metrics.internal_errors.inc()
-        error = f"{type(turn.internal_error).__name__}: {turn.internal_error}"[:500]
-        log.error("turn.internal_error", exc_info=turn.internal_error)
-    unknown = sum(v for k, v in translator.stats.items() if k.startswith("unknown-event:"))
-    metrics.unknown_events.inc(unknown)
-    if driver.first_write_at is not None:
-        metrics.time_to_first_chunk.observe(driver.first_write_at - started)
-    log.info(
-        "stream.end",
-        status=200,
-        close_reason=close_reason,
-        finish_reason=turn.finish_reason,
-        timeout=driver.timeout.value if driver.timeout is not None else None,
-        duration_ms=round(duration * 1000, 1),
-        upstream_events=turn.events,
-        chunks=driver.events_out,
-        bytes=driver.bytes_out,
-        unknown_events=unknown,
-        malformed_events=translator.stats.get("malformed-event", 0),
-        guard_repairs=sum(turn.guard.repairs.values()),
-        conversions=sum(turn.guard.gate.conversions.values()),
-        client_disconnected=stream.client_disconnected,
-        error=error,
-    )
 
 
 def _resumable(request: Request) -> tuple[GatewayState, tuple[str, str]]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 from pydantic import ValidationError
@@ -29,12 +29,11 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from gateway.auth import authenticate
 from gateway.errors import BadRequest, GatewayError, ServiceUnavailable
+from gateway.state import SESSION_ID, GatewayState
 from gateway.streaming import ChatStream
+from gateway.turns import open_turn
 from protocol_specs.chat_request import ChatRequest
 from translators.core.sse_codec import DONE_FRAME
-
-if TYPE_CHECKING:
-    from gateway.app import GatewayState
 
 __all__ = ["chat_socket"]
 
@@ -166,8 +165,6 @@ class _Connection:
                 chat_request = ChatRequest.model_validate(raw)
             except ValidationError as exc:
                 raise BadRequest("The request is not a chat request.") from exc
-            from gateway.app import open_turn
-
             stream = await open_turn(
                 state, chat_request, self.session_id, self.forward, request.request_id, started, log
             )
@@ -207,8 +204,6 @@ class _Connection:
 
 
 async def chat_socket(websocket: WebSocket) -> None:
-    from gateway.app import SESSION_ID
-
     state: GatewayState = websocket.app.state.gateway
     session_id = websocket.path_params["session_id"]
     authorization, subprotocol = _token(websocket)

@@ -19,18 +19,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from gateway.driver import TurnDriver
-from gateway.resume import ChunkLog
-
-if TYPE_CHECKING:
-    from gateway.resume_redis import RedisChunkLog
 from protocol_specs.ui_message_stream import RESPONSE_HEADERS
 from translators.core.closing import CloseReason, CloseRequest
 from translators.core.sse_codec import DONE_FRAME, STREAM_OPEN_FRAME
 
-__all__ = ["ChatStream"]
+__all__ = ["ChatStream", "ChunkSink"]
+
+
+class ChunkSink(Protocol):
+    """Where a resumable turn's bodies also go (a resume store's chunk log)."""
+
+    def append(self, body: bytes) -> None: ...
+
 
 #: The response headers every turn sends (``x-request-id`` is added per turn).
 _HEADERS = [(name.encode(), value.encode()) for name, value in RESPONSE_HEADERS.items()]
@@ -42,7 +45,7 @@ async def _discard(body: bytes) -> None:
     pass
 
 
-def _appender(log: ChunkLog | RedisChunkLog) -> Callable[[bytes], Awaitable[None]]:
+def _appender(log: ChunkSink) -> Callable[[bytes], Awaitable[None]]:
     """The writer of a detached turn: into the chunk log only (nobody is connected)."""
 
     async def append(body: bytes) -> None:
@@ -60,11 +63,11 @@ class ChatStream:
         on_disconnect: str,
         request_id: str,
         on_done: Callable[[ChatStream], Awaitable[None]],
-        log: ChunkLog | RedisChunkLog | None = None,
+        log: ChunkSink | None = None,
     ) -> None:
         self.driver = driver
         #: With resume on: every body written also goes here, for readers that (re)join.
-        self.log: ChunkLog | RedisChunkLog | None = log
+        self.log: ChunkSink | None = log
         self.on_disconnect = on_disconnect
         self.request_id = request_id
         self.on_done = on_done

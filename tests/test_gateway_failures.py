@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from structlog.testing import capture_logs
 
-import gateway.app
+import gateway.state
 from tests.gateway_harness import (
     ScriptedUpstream,
     agent_ops_turn,
@@ -76,8 +76,10 @@ FAULTY = Dialect(
 
 @pytest.fixture
 def faulty_dialect(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = gateway.app.get_dialect
-    monkeypatch.setattr(gateway.app, "get_dialect", lambda n: FAULTY if n == "faulty" else real(n))
+    real = gateway.state.get_dialect
+    monkeypatch.setattr(
+        gateway.state, "get_dialect", lambda n: FAULTY if n == "faulty" else real(n)
+    )
 
 
 async def test_an_exception_in_a_handler_ends_the_stream_validly_as_an_internal_error(

@@ -24,6 +24,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+from gateway.streaming import wait_for_disconnect
 from protocol_specs.ui_message_stream import RESPONSE_HEADERS
 from translators.core.sse_codec import STREAM_OPEN_FRAME
 
@@ -94,12 +95,6 @@ class MemoryResumeStore:
         self._running[key] = stream
         return log
 
-    def log(self, key: Key) -> ChunkLog | None:
-        return self._logs.get(key)
-
-    def running(self, key: Key) -> ChatStream | None:
-        return self._running.get(key)
-
     def finished(self, key: Key, log: ChunkLog) -> None:
         """The response ended: readable for ``ttl`` seconds more, then forgotten."""
         log.close()
@@ -110,9 +105,6 @@ class MemoryResumeStore:
     def _expire(self, key: Key, log: ChunkLog) -> None:
         if self._logs.get(key) is log:  # not replaced by a newer response meanwhile
             del self._logs[key]
-
-    def __len__(self) -> int:
-        return len(self._logs)
 
     # -- the interface the routes use (shared with the redis backend) ----------------------------
 
@@ -153,7 +145,7 @@ class ResumeResponse:
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": STREAM_OPEN_FRAME, "more_body": True})
         reader = asyncio.create_task(self._replay(send))
-        listener = asyncio.create_task(_disconnected(receive))
+        listener = asyncio.create_task(wait_for_disconnect(receive))
         done, _ = await asyncio.wait({reader, listener}, return_when=asyncio.FIRST_COMPLETED)
         for task in (reader, listener):
             if task not in done:
@@ -164,10 +156,3 @@ class ResumeResponse:
     async def _replay(self, send: Any) -> None:
         async for body in self.bodies:
             await send({"type": "http.response.body", "body": body, "more_body": True})
-
-
-async def _disconnected(receive: Any) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return

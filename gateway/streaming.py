@@ -26,7 +26,15 @@ from protocol_specs.ui_message_stream import RESPONSE_HEADERS
 from translators.core.closing import CloseReason, CloseRequest
 from translators.core.sse_codec import DONE_FRAME, STREAM_OPEN_FRAME
 
-__all__ = ["ChatStream", "ChunkSink"]
+__all__ = ["ChatStream", "ChunkSink", "wait_for_disconnect"]
+
+
+async def wait_for_disconnect(receive: Any) -> None:
+    """Until the ASGI client goes away (the only way uvicorn tells a streaming response)."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return
 
 
 class ChunkSink(Protocol):
@@ -168,7 +176,4 @@ class ChatStream:
             await self.on_done(self)
 
     async def _listen_for_disconnect(self, receive: Any) -> None:
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
+        await wait_for_disconnect(receive)

@@ -53,16 +53,6 @@ async def _discard(body: bytes) -> None:
     pass
 
 
-def _appender(log: ChunkSink) -> Callable[[bytes], Awaitable[None]]:
-    """The writer of a detached turn: into the chunk log only (nobody is connected)."""
-
-    async def append(body: bytes) -> None:
-        if body[:1] != b":":
-            log.append(body)
-
-    return append
-
-
 class ChatStream:
     def __init__(
         self,
@@ -99,7 +89,8 @@ class ChatStream:
         try:
             await send({"type": "http.response.start", "status": 200, "headers": headers})
             await send({"type": "http.response.body", "body": STREAM_OPEN_FRAME, "more_body": True})
-            if await self.pump(self._write, self._listen_for_disconnect(receive)):
+            write = self.tee(self._write)
+            if await self.pump(write, self._listen_for_disconnect(receive)):
                 await send({"type": "http.response.body", "body": DONE_FRAME, "more_body": False})
                 self.driver.bytes_out += len(DONE_FRAME)
                 self.driver.counters.chunks_out += 1
@@ -133,7 +124,7 @@ class ChatStream:
             return write
 
         def both(body: bytes) -> Awaitable[None]:
-            if body[:1] != b":":
+            if body[:1] != b":":  # keep-alive comments are not content
                 log.append(body)
             return write(body)
 
@@ -143,9 +134,6 @@ class ChatStream:
         """The driver's writer: one ASGI body message. It hands back the server's awaitable
         instead of being a coroutine itself (one coroutine less per write)."""
         send: Callable[[dict[str, Any]], Awaitable[None]] = self._send
-        log = self.log
-        if log is not None and body[:1] != b":":  # keep-alive comments are not content
-            log.append(body)
         return send({"type": "http.response.body", "body": body, "more_body": True})
 
     async def end(self) -> None:
@@ -168,7 +156,7 @@ class ChatStream:
         driver = self.driver
         log = self.log
         try:
-            await driver.run(_discard if log is None else _appender(log))
+            await driver.run(self.tee(_discard))  # nobody reads: into the log only
             if log is not None:
                 log.append(DONE_FRAME)
         finally:

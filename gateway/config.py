@@ -178,6 +178,25 @@ class GatewayConfig(BaseModel):
         description="JSON template replacing the dialect's answer frame (WebSocket): what "
         "carries the app's answer to an agent's question ({question_id}, \"{answer}\")",
     )
+    approval_frame: dict[str, Any] | None = Field(
+        None,
+        description="JSON template replacing the dialect's approval frame (WebSocket): the "
+        "app's decision on a tool approval ({approval_id}, {tool_call_id}, {tool_name}, "
+        '"{approved}", "{reason}")',
+    )
+    approval_secret: str | None = Field(
+        None,
+        repr=False,
+        description="sign tool approval requests (HMAC-SHA256, the AI SDK 7 scheme) and accept "
+        "only answers whose signature verifies",
+    )
+    approval_ttl: float = Field(
+        86_400.0,
+        gt=0,
+        description="seconds an approval request stays answerable (the gateway accepts answers "
+        "only to approvals it issued in that session; shared by every instance with resume = "
+        "redis)",
+    )
 
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="log level")
     log_format: Literal["json", "console"] = Field("json", description="log format")

@@ -70,7 +70,8 @@ class WebSocketConnector:
             exc.blame_client(_sends_client_credentials(forward))
             raise
         try:
-            await upstream.send(frames.prompt)
+            for frame in frames.prompts:  # the prompt, or one frame per answer
+                await upstream.send(frame)
         except BaseException:
             await upstream.aclose()
             raise
@@ -127,7 +128,11 @@ def connector_for(dialect: Dialect, config: GatewayConfig) -> Connector:
                 f"{' or '.join(s + '://' for s in dialect.transports)} upstream URL"
             )
         templates = FrameTemplates(
-            config.prompt_frame, config.regenerate_frame, config.abort_frame, config.answer_frame
+            config.prompt_frame,
+            config.regenerate_frame,
+            config.abort_frame,
+            config.answer_frame,
+            config.approval_frame,
         )
         return WebSocketConnector(
             config.upstream, dialect.websocket, templates, config.connect_timeout

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
+from gateway.approvals import ApprovalLedger, MemoryApprovalLedger, RedisApprovalLedger
 from gateway.config import ConfigError, GatewayConfig
 from gateway.connectors import Connector, connector_for
 from gateway.dialects import UnknownDialect, get_dialect, registry
@@ -74,6 +75,13 @@ class GatewayState:
                 )
             else:
                 self.resume = MemoryResumeStore(config.resume_ttl)
+        if getattr(self, "approvals", None) is None:
+            redis = getattr(self.resume, "redis", None)  # resume = redis: shared by instances
+            self.approvals: ApprovalLedger = (
+                RedisApprovalLedger(redis, config.approval_ttl, self.log)
+                if redis is not None
+                else MemoryApprovalLedger(config.approval_ttl)
+            )
         self.driver_settings = DriverSettings(
             first_event_timeout=config.first_event_timeout,
             idle_timeout=config.idle_timeout,

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 import time
 import uuid
 from typing import Any
 
+from gateway.approvals import verify_answers
 from gateway.driver import TurnDriver
 from gateway.errors import BadRequest
 from gateway.state import GatewayState
 from gateway.streaming import ChatStream
 from protocol_specs.chat_request import ChatRequest
+from protocol_specs.human_in_the_loop import approval_signature
 from translators.core.turn import Turn, TurnOptions
 from translators.kit import RequestRejected, Translator, TurnInput
 
@@ -41,9 +44,13 @@ async def open_turn(
             chat_request, session_id, run_id, state.dialect_settings, config.history.value
         )
         try:
+            approvals = turn_input.approval_answers
+            await verify_answers(state.approvals, session_id, approvals, config.approval_secret)
             upstream = await state.connector.open(turn_input, forward)
         except RequestRejected as exc:
             raise BadRequest(exc.client_message) from exc
+        if approvals:  # the upstream has them: the first answer won
+            await state.approvals.settle(session_id, [a.approval_id for a in approvals])
     except BaseException:
         state.release_turn(session_id)
         if resume is not None:
@@ -52,9 +59,18 @@ async def open_turn(
 
     message_id = chat_request.response_message_id() or f"msg_{run_id[:24]}"
     translator = state.dialect.translator(state.translator_options)
+    secret = config.approval_secret
     turn = Turn(
         translator,
-        TurnOptions(target=config.target, message_id=message_id, mask_errors=config.mask_errors),
+        TurnOptions(
+            target=config.target,
+            message_id=message_id,
+            mask_errors=config.mask_errors,
+            known_tools=turn_input.known_tool_calls(),
+            denied_calls=[a.tool_call_id for a in approvals if not a.approved],
+            sign_approval=functools.partial(approval_signature, secret) if secret else None,
+            on_approval=functools.partial(state.approvals.issue, session_id),
+        ),
     )
     driver = TurnDriver(
         upstream, turn, state.driver_settings, started=started, counters=state.metrics

@@ -106,7 +106,10 @@ class _Base:
         with contextlib.suppress(Exception):
             async for message in ws:
                 self.received[session].append(orjson.loads(message))
-                aborted.set()  # after the prompt, the gateway only ever sends its abort frame
+                # After its first frame the gateway sends only its abort frame (a request that
+                # answers several questions sends one frame each, but the demo scripts ask
+                # one thing at a time).
+                aborted.set()
 
     async def send(self, ws: ServerConnection, session: str, event: Any) -> None:
         self.sent[session].append(event)

@@ -24,6 +24,14 @@ upstream event                UI chunks
                               the tools, the client must never wait to run them. A repeated update
                               that changes nothing (a second ``pending``, an update after the
                               output) produces nothing and leaves the text part open.
+                              ``awaiting_approval`` (the backend asks before it runs the tool;
+                              optional ``approvalId``, default the ``callId``, and ``reason``) →
+                              the input, then ``tool-approval-request`` (ai 5: its question
+                              form, ``protocol_specs/human_in_the_loop.py``), and the turn ends
+                              with ``tool-calls`` without the abort frame (the agent waits). The
+                              decision goes back as :func:`approval_frame`; approved, the
+                              backend's later updates for the call stream into the same part;
+                              denied, the continuation starts with ``tool-output-denied``.
 ``message.finalize``          parts closed; ``end_turn`` → ``finish`` (stop); ``canceled`` →
                               ``finish`` (interrupted; ``other`` below ai 7), no error; ``error`` →
                               ``error`` (the upstream's text), ``finish`` (error). ``finalText`` is
@@ -39,7 +47,7 @@ upstream event                UI chunks
 ``error``                     ``error`` (``{messageId, error: "<text>"}`` from the runner, or
                               ``{message}``), then ``finish`` (error)
 ``question``                  the agent asks and waits: a client-side tool call
-                              :data:`QUESTION_TOOL` (``tool-ask_user``; ``toolCallId`` = the
+                              ``ask_user`` (``tool-ask_user``; ``toolCallId`` = the
                               question id, input = the event's fields: question, options…)
                               ending at ``input-available``, and the turn ends with
                               ``tool-calls`` (the socket is closed without the abort frame: the
@@ -54,6 +62,11 @@ domain events (git, diffs,    not chat events: forwarded as transient ``data-<ty
 reviews, users, toasts, …)    unknown-event policy (``forward``) so a UI can still use them
 ============================  =====================================================================
 
+What a continuation sends: only the answers (one :func:`answer_frame` per answered question, one
+:func:`approval_frame` per decision; each templatable: ``answer_frame``, ``approval_frame``), never
+the prompt again: the backend keeps the conversation. With ``history = "full"`` the first frame
+also carries ``messages``.
+
 Only the default channel is exposed (``channelType``/``channelId`` are kept in the start metadata).
 """
 
@@ -63,8 +76,9 @@ from typing import Any, Final, Literal, NotRequired, TypedDict
 
 __all__ = [
     "ABORT_FRAME",
-    "QUESTION_TOOL",
+    "APPROVAL_STATUS",
     "answer_frame",
+    "approval_frame",
     "FINALIZE_REASONS",
     "HYDRATION_EVENTS",
     "MessageCreate",
@@ -74,7 +88,7 @@ __all__ = [
     "prompt_frame",
 ]
 
-ToolStatus = Literal["pending", "running", "completed", "error"]
+ToolStatus = Literal["pending", "running", "completed", "error", "awaiting_approval"]
 AgentStatus = Literal["idle", "thinking", "streaming", "tool_calling", "error"]
 
 
@@ -101,6 +115,9 @@ class ToolUpdate(TypedDict):
     args: NotRequired[dict[str, Any]]
     result: NotRequired[Any]
     error: NotRequired[str]
+    #: With ``awaiting_approval``: the approval's id (default: the ``callId``) and why.
+    approvalId: NotRequired[str]
+    reason: NotRequired[str]
 
 
 class MessageFinalize(TypedDict):
@@ -141,8 +158,8 @@ FINALIZE_REASONS: Final[dict[str, str | None]] = {
 HYDRATION_EVENTS: Final = frozenset({"init", "message", "message.updated"})
 
 ABORT_FRAME: Final[dict[str, Any]] = {"type": "abort"}
-#: The client-side tool a ``question`` becomes (the app renders it and answers it).
-QUESTION_TOOL: Final = "ask_user"
+#: The tool-update status of a call waiting for the user's approval.
+APPROVAL_STATUS: Final = "awaiting_approval"
 
 
 def answer_frame(question_id: str, answer: Any, is_error: bool = False) -> dict[str, Any]:
@@ -151,6 +168,21 @@ def answer_frame(question_id: str, answer: Any, is_error: bool = False) -> dict[
     frame: dict[str, Any] = {"type": "answer", "questionId": question_id, "answer": answer}
     if is_error:
         frame["error"] = True
+    return frame
+
+
+def approval_frame(
+    approval_id: str, call_id: str, approved: bool, reason: str | None
+) -> dict[str, Any]:
+    """The frame that answers an approval request (the default; a deployment may template it)."""
+    frame: dict[str, Any] = {
+        "type": "approval",
+        "approvalId": approval_id,
+        "callId": call_id,
+        "approved": approved,
+    }
+    if reason is not None:
+        frame["reason"] = reason
     return frame
 
 

@@ -101,6 +101,8 @@ class ToolApproval(_Part):
     id: str
     approved: bool | None = None
     reason: str | None = None
+    #: What the server signed the request with (ai 6/7 keep it on the part).
+    signature: str | None = None
 
 
 class ToolPart(_Part):

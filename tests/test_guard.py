@@ -219,9 +219,11 @@ def test_gating_converts_what_the_target_lacks() -> None:
         {"type": "text-start", "id": "t", "providerMetadata": None},
     ]
     out5, guard5 = guard_all(chunks, target=5, finish_reason="interrupted")
-    assert "tool-approval-request" not in types(out5) and "data-tool-approval-request" in types(
-        out5
-    )
+    # ai 5 has no approvals: the question form, a client-side ask_user call
+    assert "tool-approval-request" not in types(out5)
+    (question,) = [c for c in out5 if c.get("toolName") == "ask_user"]
+    assert question["toolCallId"] == "a" and question["type"] == "tool-input-available"
+    assert question["input"]["approval"] == {"approvalId": "a", "toolCallId": "c", "toolName": "s"}
     assert {
         "type": "tool-output-error",
         "toolCallId": "c",
@@ -232,7 +234,7 @@ def test_gating_converts_what_the_target_lacks() -> None:
     assert {"type": "text-start", "id": "t"} in out5
     assert out5[-1] == {"type": "finish", "finishReason": "other"}
     conv = guard5.gate.conversions
-    assert conv["type:tool-approval-request->data-tool-approval-request"] == 1
+    assert conv["type:tool-approval-request->question"] == 1
     assert conv["field-removed:abort.reason"] == 1
     assert conv["null-removed:text-start.providerMetadata"] == 1
     assert conv["finish-reason:interrupted->other"] == 1

@@ -6,6 +6,7 @@ stream: verdicts come from the AI SDK's own ``DefaultChatTransport`` and ``readU
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import os
@@ -125,6 +126,36 @@ def ai_sdk_provider_bodies(cases: list[dict[str, Any]], timeout: float = 300) ->
     return [base64.b64decode(r["body_b64"]) for r in results]
 
 
+CHAT_LOOP_SCRIPT = HERE / "chat_loop.mjs"
+
+
+def chat_loop(
+    api: str,
+    major: int,
+    text: str,
+    answers: list[dict[str, Any]],
+    auto: bool = False,
+    timeout: float = 90,
+) -> dict[str, Any]:
+    """The real chat of ``major`` (``AbstractChat`` + ``DefaultChatTransport``) against a live
+    gateway: send ``text``, answer what the assistant asks (``answers``), let it continue;
+    ``{messages, status, error, requests}``."""
+    payload = {"api": api, "major": major, "text": text, "answers": answers, "auto": auto}
+    proc = subprocess.run(
+        ["node", str(CHAT_LOOP_SCRIPT)],
+        input=json.dumps(payload).encode(),
+        capture_output=True,
+        timeout=timeout,
+        cwd=HERE,
+        env={**os.environ, "NODE_NO_WARNINGS": "1"},
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"chat_loop.mjs failed: {proc.stderr.decode()[-2000:]}")
+    result: dict[str, Any] = json.loads(proc.stdout)
+    return result
+
+
 class RealClients:
     """The pytest fixture's object: ``check(body)`` → ``{5: Verdict, 6: ..., 7: ...}``."""
 
@@ -140,3 +171,9 @@ class RealClients:
 
     def ai_sdk_provider_bodies(self, cases: list[dict[str, Any]]) -> list[bytes]:
         return ai_sdk_provider_bodies(cases)
+
+    async def chat_loop(
+        self, api: str, major: int, text: str, answers: list[dict[str, Any]], auto: bool = False
+    ) -> dict[str, Any]:
+        """:func:`chat_loop` off the event loop (the gateway under test runs on it)."""
+        return await asyncio.to_thread(chat_loop, api, major, text, answers, auto)

@@ -17,13 +17,14 @@ when it returned ``None``, ``apply``. Both are O(1)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
 from protocol_specs.ui_message_stream import CHUNK_SPECS, TOOL_OUTPUT_TYPES, TOOL_REFERENCE_TYPES
 
-__all__ = ["ClientModel", "Rule", "ToolRecord"]
+__all__ = ["ClientModel", "KnownToolCall", "Rule", "ToolRecord"]
 
 
 class Rule(Enum):
@@ -60,6 +61,32 @@ class ToolRecord:
     #: An output, output error, input error or denial settled the call.
     settled: bool = False
     provider_executed: bool = False
+    #: A ``tool-approval-request`` was sent and no output yet: the call waits for the app.
+    awaiting_approval: bool = False
+    #: The call is part of the message being continued (not announced in this stream).
+    from_history: bool = False
+    #: The app denied it: the call is over, later outputs are stale.
+    denied: bool = False
+    #: The input of ``tool-input-available`` (what an approval signature binds).
+    input: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class KnownToolCall:
+    """A tool part of the message a response continues (spec §5.4): the client already holds
+    it, so the stream may refer to it, and announcing it again would move it backwards."""
+
+    tool_call_id: str
+    tool_name: str
+    dynamic: bool
+    #: The part's ``state``.
+    state: str
+    provider_executed: bool = False
+    input: Any = None
+
+
+#: Part states that settle a call.
+_SETTLED_STATES = frozenset({"output-available", "output-error", "output-denied"})
 
 
 #: Types that carry ``messageMetadata`` (merged into the message's metadata by the client).
@@ -152,6 +179,7 @@ class ClientModel:
             record = self._tool_part(chunk)
             record.input_streaming = False
             record.settled = False
+            record.input = chunk["input"]
         elif chunk_type == "tool-input-error":
             record = self._tool_part(chunk)
             record.input_streaming = False
@@ -159,11 +187,13 @@ class ClientModel:
         elif chunk_type in TOOL_OUTPUT_TYPES:
             record = self.tools[chunk["toolCallId"]]
             record.input_streaming = False
+            record.awaiting_approval = False
             record.settled = not chunk.get("preliminary", False)
             if chunk.get("providerExecuted") is not None:
                 record.provider_executed = chunk["providerExecuted"]
         elif chunk_type == "tool-approval-request":
             self.approvals.add(chunk["approvalId"])
+            self.tools[chunk["toolCallId"]].awaiting_approval = True
         elif chunk_type == "start-step":
             self.step_tools.clear()
         elif chunk_type == "finish-step":
@@ -181,6 +211,20 @@ class ClientModel:
             if update is not None:
                 # mergeObjects: the first value is taken as is; any later merge yields an object.
                 self.metadata = update if self.metadata is None else {}
+
+    def seed(self, calls: Iterable[KnownToolCall]) -> None:
+        """The tool parts of the continued message, as the client holds them."""
+        for call in calls:
+            self.tools[call.tool_call_id] = ToolRecord(
+                name=call.tool_name,
+                kinds={call.dynamic},
+                settled=call.state in _SETTLED_STATES,
+                provider_executed=call.provider_executed,
+                awaiting_approval=call.state == "approval-requested",
+                from_history=call.state != "input-streaming",
+                denied=call.state == "output-denied",
+                input=call.input,
+            )
 
     def _tool_part(self, chunk: dict[str, Any]) -> ToolRecord:
         call_id = chunk["toolCallId"]

@@ -119,6 +119,9 @@ class Gate:
         if self._on_conversion is not None:
             self._on_conversion(key, chunk)
 
+    #: For conversions made outside the gate (the guard's, which need the client model).
+    record_conversion = _count
+
     def gate(self, chunk: Any) -> dict[str, Any] | None:
         """The chunk as the target accepts it (maybe the same object), or ``None`` if unusable."""
         if not isinstance(chunk, dict) or not isinstance(chunk.get("type"), str):

@@ -12,6 +12,13 @@ the validator runs) and repairs instead of letting the client throw:
 * text and reasoning parts closed before ``finish-step``, ``finish`` and ``error``;
 * tool output/approval chunks only for known tool calls (others become ``data-*`` parts), with the
   ``dynamic`` flag ai 5 needs;
+* a continuation (spec §5.4) knows the continued message's tool parts (``known_tools``): it may
+  send their outputs, never announce them again (that would move a part backwards); a denied
+  approval's ``tool-output-denied`` opens it, and later outputs for that call are stale;
+* approvals (``protocol_specs/human_in_the_loop.py``): ``tool-approval-request`` only after its
+  tool part, signed when a signer is given, reported through ``on_approval``; on ai 5, which has
+  no approvals, its question form (a client-side ``ask_user`` call); a call awaiting approval
+  is the app's, so a normal ending does not settle it;
 * the closing discipline, in one place for every dialect (:meth:`StreamGuard.close`, the only way
   a stream ends): close open parts, settle pending tool calls (``tool-output-error``), then
   ``error`` if the reason is an error, then ``finish-step``, then exactly one ``finish`` with a
@@ -25,9 +32,11 @@ repair is counted in :attr:`StreamGuard.repairs` and reported through ``on_repai
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from protocol_specs.human_in_the_loop import QUESTION_TOOL, approval_question
 from protocol_specs.ui_message_stream import (
     CHUNK_SPECS,
     DATA_PREFIX,
@@ -35,14 +44,29 @@ from protocol_specs.ui_message_stream import (
     STEPLESS_TYPES,
     TOOL_OUTPUT_TYPES,
 )
-from translators.core.client_model import ClientModel, Rule
+from translators.core.client_model import ClientModel, KnownToolCall, Rule
 from translators.core.closing import CLOSE_OUTCOMES, CloseReason, CloseRequest, Outcome
 from translators.core.gating import ConversionHook, Gate
 
-__all__ = ["Chunk", "RepairHook", "StreamGuard"]
+__all__ = ["ApprovalHook", "Chunk", "IssuedApproval", "RepairHook", "SignApproval", "StreamGuard"]
 
 Chunk = dict[str, Any]
 RepairHook = Callable[[str, dict[str, Any]], None]
+#: ``sign(approval_id, tool_call_id, tool_name, input)``: the approval's signature.
+SignApproval = Callable[[str, str, str, Any], str]
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedApproval:
+    """An approval this stream asked the app for (the gateway accepts answers only to these)."""
+
+    approval_id: str
+    tool_call_id: str
+    tool_name: str
+
+
+ApprovalHook = Callable[[IssuedApproval], None]
+_INPUT_TYPES = frozenset({"tool-input-start", "tool-input-available", "tool-input-error"})
 
 #: Outputs that carry ``dynamic``: ai 5 looks the tool part up by kind with it.
 _DYNAMIC_AWARE = frozenset(t for t in TOOL_OUTPUT_TYPES if "dynamic" in CHUNK_SPECS[t].fields)
@@ -64,6 +88,10 @@ class StreamGuard:
         on_repair: RepairHook | None = None,
         on_conversion: ConversionHook | None = None,
         mask_errors: bool = False,
+        known_tools: Sequence[KnownToolCall] = (),
+        denied_calls: Sequence[str] = (),
+        sign_approval: SignApproval | None = None,
+        on_approval: ApprovalHook | None = None,
     ) -> None:
         self.target = target
         #: Send the generic text of the close reason instead of the upstream's error text.
@@ -71,7 +99,15 @@ class StreamGuard:
         #: Forced ``start.messageId`` (the assistant message being continued), if any.
         self.message_id = message_id
         self.gate = Gate(target, on_conversion)
-        self.model = ClientModel(major=target, message_id="")
+        # Named after the continued message, if any: its start must not reset the known tools.
+        self.model = ClientModel(major=target, message_id=message_id or "")
+        self.model.seed(known_tools)
+        #: Calls whose approval the app denied: ``tool-output-denied`` right after ``start``.
+        self._denied = tuple(denied_calls)
+        self._sign_approval = sign_approval
+        self._on_approval = on_approval
+        #: The approvals this stream requested, in order.
+        self.approvals_issued: list[IssuedApproval] = []
         #: Open text part ids as the client knows them (the same dict for the guard's whole
         #: life: the turn pipeline keeps a reference to it).
         self.open_text = self.model.open_text
@@ -120,6 +156,10 @@ class StreamGuard:
             self._emit_start(out, first)
             if first is not None:
                 return out
+        if type(chunk) is dict and chunk.get("type") == "tool-approval-request":
+            chunk = self._approval_request(chunk)
+            if chunk is None:
+                return out
         gated = self.gate.gate(chunk)
         if gated is not None:
             self._feed_gated(gated, out)
@@ -147,6 +187,57 @@ class StreamGuard:
             start = {**start, "messageId": self.message_id}
         self._apply(self._object_metadata(start), out)
         self.started = True
+
+    def _send_denials(self, out: list[Chunk]) -> None:
+        """``tool-output-denied`` for the calls the app denied: in the first step (the one the
+        upstream opens, so no empty step), or at the end if none opens."""
+        denied, self._denied = self._denied, ()
+        for call_id in denied:
+            record = self.model.tools.get(call_id)
+            if record is None or record.settled:
+                continue
+            gated = self.gate.gate({"type": "tool-output-denied", "toolCallId": call_id})
+            if gated is not None:
+                self._feed_gated(gated, out)
+            record.denied = True
+
+    def _approval_request(self, chunk: Chunk) -> Chunk | None:
+        """Sign, report and (ai 5) convert an approval request; ``None``: dropped."""
+        approval_id, call_id = chunk.get("approvalId"), chunk.get("toolCallId")
+        if not isinstance(approval_id, str) or not isinstance(call_id, str):
+            return chunk  # the gate drops it
+        record = self.model.tools.get(call_id)
+        if record is None:
+            return chunk  # the client-model rule makes it a data part
+        if record.settled:
+            self._repair("dropped-approval-for-settled-call", chunk)
+            return None
+        signature = None
+        if self._sign_approval is not None:
+            signature = self._sign_approval(approval_id, call_id, record.name, record.input)
+        issued = IssuedApproval(approval_id, call_id, record.name)
+        self.approvals_issued.append(issued)
+        if self._on_approval is not None:
+            self._on_approval(issued)
+        if self.target >= 6:
+            return chunk if signature is None else {**chunk, "signature": signature}
+        # ai 5: the question form (the tool call itself waits, like on 6 and 7).
+        record.awaiting_approval = True
+        reason = chunk.get("reason")
+        question = approval_question(
+            approval_id,
+            call_id,
+            record.name,
+            reason if isinstance(reason, str) else None,
+            signature,
+        )
+        self.gate.record_conversion("type:tool-approval-request->question", chunk)
+        return {
+            "type": "tool-input-available",
+            "toolCallId": approval_id,
+            "toolName": QUESTION_TOOL,
+            "input": question,
+        }
 
     def _object_metadata(self, chunk: Chunk) -> Chunk:
         """Keep message metadata an object: the client's deep merge throws on a string or number
@@ -189,6 +280,8 @@ class StreamGuard:
                 self._end_step(out)
             self.in_step = True
             self._apply(chunk, out)
+            if self._denied:
+                self._send_denials(out)
             return
         if chunk_type == "finish-step":
             if not self.in_step:
@@ -203,6 +296,16 @@ class StreamGuard:
         ):
             self.in_step = True
             self._apply({"type": "start-step"}, out)
+            if self._denied:
+                self._send_denials(out)
+        if chunk_type in _INPUT_TYPES or chunk_type in _DYNAMIC_AWARE:
+            record = self.model.tools.get(chunk["toolCallId"])
+            if record is not None and record.from_history and chunk_type in _INPUT_TYPES:
+                self._repair("dropped-known-tool-input", chunk)
+                return
+            if record is not None and record.denied:
+                self._repair("dropped-output-after-denial", chunk)
+                return
         if chunk_type in _DYNAMIC_AWARE:
             chunk = self._with_dynamic_flag(chunk)
         elif chunk_type == "message-metadata":
@@ -284,6 +387,8 @@ class StreamGuard:
             # tool calls end at tool-input-available on purpose); an error settles it too.
             if not (record.input_streaming or record.provider_executed or outcome.is_error):
                 continue
+            if record.awaiting_approval and not outcome.is_error:
+                continue  # the app's to approve or deny
             settle: Chunk = {"type": "tool-output-error", "toolCallId": call_id}
             settle["errorText"] = outcome.tool_text
             if record.provider_executed:
@@ -294,6 +399,8 @@ class StreamGuard:
             self._apply(settle, out)
 
     def _finish(self, out: list[Chunk], request: CloseRequest) -> None:
+        if self._denied:
+            self._send_denials(out)
         self.close_request = request
         outcome = CLOSE_OUTCOMES[request.reason]
         self._close_parts(out)

@@ -30,9 +30,10 @@ from typing import Any, ClassVar, Protocol
 import orjson
 
 from protocol_specs.ui_message_stream import DEFAULT_TARGET
+from translators.core.client_model import KnownToolCall
 from translators.core.closing import CLOSE_OUTCOMES, CloseReason, CloseRequest
 from translators.core.gating import ConversionHook
-from translators.core.guard import RepairHook, StreamGuard
+from translators.core.guard import ApprovalHook, RepairHook, SignApproval, StreamGuard
 from translators.core.sse_codec import encode_chunk, encode_chunks
 from translators.core.surrogates import SurrogatePairs
 
@@ -76,6 +77,14 @@ class TurnOptions:
     mask_errors: bool = False
     on_repair: RepairHook | None = None
     on_conversion: ConversionHook | None = None
+    #: The continued message's tool parts (the guard's ``known_tools``).
+    known_tools: Sequence[KnownToolCall] = ()
+    #: Calls whose approval the app denied in this request (``tool-output-denied`` first).
+    denied_calls: Sequence[str] = ()
+    #: Signs approval requests (``approval_secret``); ``None``: unsigned.
+    sign_approval: SignApproval | None = None
+    #: Told of every approval the stream requests (the gateway's ledger).
+    on_approval: ApprovalHook | None = None
 
 
 def _no_constants(name: str) -> Any:
@@ -104,6 +113,10 @@ class Turn:
             on_repair=options.on_repair,
             on_conversion=options.on_conversion,
             mask_errors=options.mask_errors,
+            known_tools=options.known_tools,
+            denied_calls=options.denied_calls,
+            sign_approval=options.sign_approval,
+            on_approval=options.on_approval,
         )
         #: Upstream frames (or events) fed, terminal and malformed ones included.
         self.events = 0

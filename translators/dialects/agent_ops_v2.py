@@ -13,7 +13,10 @@ from typing import Any
 
 from protocol_specs import agent_ops_v2 as spec
 from protocol_specs.agent_ops_v2 import FINALIZE_REASONS, HYDRATION_EVENTS
+from protocol_specs.human_in_the_loop import QUESTION_TOOL
 from translators.kit import (
+    AnsweredCall,
+    ApprovalAnswer,
     Chunk,
     CloseReason,
     CloseRequest,
@@ -163,8 +166,8 @@ class AgentOpsV2Translator(Translator):
 
     def _tool_chunks(
         self, call_id: str, status: str, name: str | None, args: Any, event: dict[str, Any]
-    ) -> list[Chunk]:
-        out: list[Chunk] = []
+    ) -> list[Item]:
+        out: list[Item] = []
         call = self._calls.get(call_id)
         if call is None:
             call = self._calls[call_id] = _Call(name or "unknown")
@@ -183,6 +186,8 @@ class AgentOpsV2Translator(Translator):
             if args and isinstance(args, dict) and not call.has_input:
                 out.append(self._input_available(call_id, call, args))
             return out
+        if status == spec.APPROVAL_STATUS:
+            return self._approval_request(call_id, call, args, event, out)
         if status not in ("running", "completed", "error"):
             self.stats[f"unknown-tool-status:{status}"] += 1
             return out
@@ -209,6 +214,23 @@ class AgentOpsV2Translator(Translator):
                 }
             )
         return out
+
+    def _approval_request(
+        self, call_id: str, call: _Call, args: Any, event: dict[str, Any], out: list[Item]
+    ) -> list[Item]:
+        """The backend waits for the user's approval: the request, and the turn ends (the
+        socket is closed without the abort frame, like a question)."""
+        if not call.has_input:
+            out.append(self._input_available(call_id, call, args if args is not None else {}))
+        request: Chunk = {
+            "type": "tool-approval-request",
+            "approvalId": optional_str(event, "approvalId") or call_id,
+            "toolCallId": call_id,
+        }
+        reason = optional_str(event, "reason")
+        if reason:
+            request["reason"] = reason
+        return [*out, request, CloseRequest(CloseReason.COMPLETED, finish_reason="tool-calls")]
 
     def _input_available(self, call_id: str, call: _Call, args: Any) -> Chunk:
         call.has_input = True
@@ -243,7 +265,7 @@ class AgentOpsV2Translator(Translator):
         if not isinstance(question_id, str) or not question_id:
             question_id = self.ids("question")
         data = {k: v for k, v in event.items() if k != "type"}
-        base = {"toolCallId": question_id, "toolName": spec.QUESTION_TOOL, **self.tool_flags()}
+        base = {"toolCallId": question_id, "toolName": QUESTION_TOOL, **self.tool_flags()}
         return [
             *self.end_parts(),
             {"type": "tool-input-start", **base},
@@ -277,12 +299,17 @@ def _abort_frame(turn: TurnInput) -> dict[str, Any]:
     return dict(spec.ABORT_FRAME)
 
 
-def _answer_frame(turn: TurnInput) -> dict[str, Any] | None:
-    """The answer to the question the continued message ends with, if the app answered it."""
-    for call in turn.answered_calls():
-        if call.tool_name == spec.QUESTION_TOOL:
-            return spec.answer_frame(call.tool_call_id, call.output, call.is_error)
-    return None
+def _answer_frame(turn: TurnInput, call: AnsweredCall) -> dict[str, Any] | None:
+    """The answer to one of the agent's questions (other client-side calls are not its)."""
+    if call.tool_name != QUESTION_TOOL:
+        return None
+    return spec.answer_frame(call.tool_call_id, call.output, call.is_error)
+
+
+def _approval_frame(turn: TurnInput, answer: ApprovalAnswer) -> dict[str, Any]:
+    return spec.approval_frame(
+        answer.approval_id, answer.tool_call_id, answer.approved, answer.reason
+    )
 
 
 # -- the demo backend (``chunkbridge demo``) -----------------------------------------------------
@@ -298,6 +325,9 @@ DEMO_ANSWER = (
 DEMO_AFTER_TOOL = "The search found **3 matches**. Ask me anything else to see another turn."
 DEMO_RESULT = {"matches": 3, "top": "README.md#usage"}
 DEMO_FAILURE = "The demo agent failed on purpose (you asked)."
+#: The tool the demo asks permission for ("approve" in the prompt).
+DEMO_GATED_TOOL = "delete_branch"
+DEMO_GATED_ARGS = {"branch": "feature/old-demo"}
 
 
 def _words(text: str) -> list[str]:
@@ -310,13 +340,33 @@ def demo_turn(
     """One scripted, realistic turn: status updates, a markdown answer streamed word by word, a
     tool going pending → running → completed, more text. "fail" in the prompt makes the agent
     report an error mid-answer; "slow" streams eight times slower (for trying Stop); "ask" makes
-    it ask a question (the answer frame continues the turn). After the abort frame the turn is
+    it ask a question (the answer frame continues the turn); "approve" makes it ask permission
+    before a tool runs (the approval frame continues it). After the abort frame the turn is
     finalized as ``canceled``."""
     text = str(prompt.get("content", "")) if isinstance(prompt, dict) else ""
     pace = DEMO_DELAY * (8 if "slow" in text.lower() else 1)
     turn, call = f"turn_{number:04d}", f"prt_{number:04d}"
     if isinstance(prompt, dict) and prompt.get("type") == "answer":  # the user answered
         yield from _answered(prompt, turn, pace, aborted)
+        return
+    if isinstance(prompt, dict) and prompt.get("type") == "approval":  # the user decided
+        yield from _decided(prompt, turn, pace, aborted)
+        return
+    if "approve" in text.lower():
+        yield {"type": "message.create", "turnId": turn, "channelType": "web"}
+        for word in _words("I can clean that up, with your permission."):
+            yield {"type": "message.part.text-delta", "turnId": turn, "delta": word}
+            yield Pause(pace)
+        yield {
+            "type": "message.part.tool-update",
+            "turnId": turn,
+            "callId": call,
+            "toolName": DEMO_GATED_TOOL,
+            "status": "awaiting_approval",
+            "args": DEMO_GATED_ARGS,
+            "approvalId": f"apr_{number:04d}",
+            "reason": "Deleting a branch cannot be undone.",
+        }
         return
     if "ask" in text.lower().split() or "ask?" in text.lower():
         yield {"type": "message.create", "turnId": turn, "channelType": "web"}
@@ -384,6 +434,30 @@ def _answered(
     yield {"type": "complete"}
 
 
+def _decided(
+    frame: dict[str, Any], turn: str, pace: float, aborted: Callable[[], bool]
+) -> Iterator[DemoStep]:
+    """The continuation after the user approved or denied the demo's tool call."""
+    call = frame.get("callId", "call")
+    steps: list[Any] = [{"type": "message.create", "turnId": turn, "channelType": "web"}]
+    if frame.get("approved") is True:
+        tool = {"type": "message.part.tool-update", "turnId": turn, "callId": call}
+        tool |= {"toolName": DEMO_GATED_TOOL, "args": DEMO_GATED_ARGS}
+        steps += [
+            {**tool, "status": "running"},
+            Pause(pace * 5),
+            {**tool, "status": "completed", "result": {"deleted": DEMO_GATED_ARGS["branch"]}},
+        ]
+        text = "Done: the branch is deleted."
+    else:
+        reason = frame.get("reason")
+        text = "Understood, I left the branch alone" + (f" ({reason})." if reason else ".")
+    steps += [{"type": "message.part.text-delta", "turnId": turn, "delta": w} for w in _words(text)]
+    ok = yield from _play(steps, pace, aborted)
+    yield {"type": "message.finalize", "turnId": turn, "reason": "end_turn" if ok else "canceled"}
+    yield {"type": "complete"}
+
+
 def _play(
     steps: list[Any], pace: float, aborted: Callable[[], bool]
 ) -> Generator[DemoStep, None, bool]:
@@ -410,6 +484,7 @@ DIALECT = Dialect(
         abort_frame=_abort_frame,
         regenerate_frame=_regenerate_frame,
         answer_frame=_answer_frame,
+        approval_frame=_approval_frame,
     ),
     spec=spec.__name__,
     demo=demo_turn,

@@ -21,6 +21,7 @@ from translators.kit.blocks import (
 from translators.kit.dialect import (
     DEFAULT_RETRY_STATUSES,
     AnsweredCall,
+    ApprovalAnswer,
     DemoScript,
     DemoStep,
     Dialect,
@@ -53,6 +54,7 @@ from translators.kit.translator import (
 __all__ = [
     "DEFAULT_RETRY_STATUSES",
     "AnsweredCall",
+    "ApprovalAnswer",
     "Chunk",
     "CloseReason",
     "CloseRequest",

@@ -34,7 +34,19 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from protocol_specs.chat_request import ChatRequest, ToolPart, UserPrompt
+from protocol_specs.chat_request import (
+    ChatRequest,
+    DynamicToolPart,
+    StepStartPart,
+    ToolPart,
+    UserPrompt,
+)
+from protocol_specs.human_in_the_loop import (
+    QUESTION_TOOL,
+    is_approval_question,
+    parse_approval_answer,
+)
+from translators.core.client_model import KnownToolCall
 from translators.kit.translator import Translator, TranslatorOptions
 
 __all__ = [
@@ -47,6 +59,7 @@ __all__ = [
     "HttpSseContract",
     "NoSettings",
     "AnsweredCall",
+    "ApprovalAnswer",
     "Pause",
     "RequestRejected",
     "TurnFrames",
@@ -85,6 +98,22 @@ class AnsweredCall:
     is_error: bool
 
 
+@dataclass(frozen=True, slots=True)
+class ApprovalAnswer:
+    """The app's decision on an approval the gateway requested (ai 6/7 ``approval-responded``,
+    or the answered question form on ai 5). Untrusted until the gateway checked it."""
+
+    approval_id: str
+    tool_call_id: str
+    tool_name: str
+    approved: bool
+    reason: str | None
+    #: The signature the request carried back, if any.
+    signature: str | None
+    #: The approved call's input as the request holds it (what a signature binds).
+    input: Any
+
+
 @dataclass(frozen=True)  # not slots: the cached properties need an instance dict
 class TurnInput:
     """What a dialect may use to start one turn upstream."""
@@ -113,22 +142,107 @@ class TurnInput:
         """The newest user message (text and files), if there is one."""
         return self.request.latest_user_message()
 
-    def answered_calls(self) -> list[AnsweredCall]:
-        """The tool calls the app answered in the message this request continues (spec §5.4),
-        newest last; empty for a new message. A dialect whose agent waits for such answers
-        sends them instead of a new prompt."""
+    @cached_property
+    def _continued_tools(self) -> tuple[list[ToolPart], list[ToolPart]]:
+        """The continued message's tool parts: all of them, and those of its last step (where a
+        continuation's new answers are; earlier steps hold answers already delivered)."""
         message = self.request.continued_message()
         if message is None:
-            return []
-        out = []
+            return [], []
+        every: list[ToolPart] = []
+        last: list[ToolPart] = []
         for part in message.parts:
-            if not isinstance(part, ToolPart) or part.providerExecuted:
-                continue  # ToolPart: tool-<name> and dynamic-tool parts
+            if isinstance(part, StepStartPart):
+                last = []
+            elif isinstance(part, ToolPart):  # tool-<name> and dynamic-tool parts
+                every.append(part)
+                last.append(part)
+        return every, last
+
+    def answered_calls(self) -> list[AnsweredCall]:
+        """The client-side tool calls the app answered (``addToolOutput``) in the last step of
+        the message this request continues (spec §5.4), in order; empty for a new message. A
+        dialect whose agent waits for such answers (questions) sends them instead of a new
+        prompt. Approvals in their ai 5 question form are not here: :meth:`approval_answers`."""
+        out = []
+        for part in self._continued_tools[1]:
+            if part.providerExecuted:
+                continue
+            if part.tool_name == QUESTION_TOOL and is_approval_question(part.input):
+                continue
             if part.state == "output-available":
                 out.append(AnsweredCall(part.toolCallId, part.tool_name, part.output, False))
             elif part.state == "output-error":
                 out.append(AnsweredCall(part.toolCallId, part.tool_name, part.errorText, True))
         return out
+
+    @cached_property
+    def approval_answers(self) -> list[ApprovalAnswer]:
+        """The approvals the app answered in the last step of the continued message, in order.
+        :class:`RequestRejected` when one is malformed (the shapes: module
+        ``protocol_specs.human_in_the_loop``). The gateway checks them before the turn starts."""
+        every, last = self._continued_tools
+        out = []
+        for part in last:
+            approval = part.approval
+            if part.state == "approval-responded" and approval is not None:
+                if approval.approved is None:
+                    raise RequestRejected(
+                        f"tool call {part.toolCallId!r}: approval-responded needs approval.approved"
+                    )
+                out.append(
+                    ApprovalAnswer(
+                        approval.id,
+                        part.toolCallId,
+                        part.tool_name,
+                        approval.approved,
+                        approval.reason,
+                        approval.signature,
+                        part.input,
+                    )
+                )
+            elif part.tool_name == QUESTION_TOOL and is_approval_question(part.input):
+                if part.state not in ("output-available", "output-error"):
+                    continue  # not answered yet
+                is_error = part.state == "output-error"
+                decision = parse_approval_answer(
+                    part.errorText if is_error else part.output, is_error
+                )
+                form = part.input["approval"]
+                call_id, name = form.get("toolCallId"), form.get("toolName")
+                if decision is None or not isinstance(call_id, str) or not isinstance(name, str):
+                    raise RequestRejected(
+                        f'approval {part.toolCallId!r}: answer with "approve" or "deny" '
+                        '(or {"approved": true|false, "reason": "…"})'
+                    )
+                called = next((p for p in every if p.toolCallId == call_id), None)
+                signature = form.get("signature")
+                out.append(
+                    ApprovalAnswer(
+                        part.toolCallId,
+                        call_id,
+                        name,
+                        decision[0],
+                        decision[1],
+                        signature if isinstance(signature, str) else None,
+                        called.input if called is not None else None,
+                    )
+                )
+        return out
+
+    def known_tool_calls(self) -> list[KnownToolCall]:
+        """The continued message's tool parts, for the stream guard."""
+        return [
+            KnownToolCall(
+                part.toolCallId,
+                part.tool_name,
+                isinstance(part, DynamicToolPart),
+                part.state,
+                bool(part.providerExecuted),
+                part.input,
+            )
+            for part in self._continued_tools[0]
+        ]
 
     def require_prompt(self) -> UserPrompt:
         """The newest user message; :class:`RequestRejected` when there is none."""
@@ -172,10 +286,13 @@ class WebSocketContract:
     abort_frame: Callable[[TurnInput], Frame | None] = lambda turn: None
     #: The frame for a regenerate request; ``None``: the prompt frame.
     regenerate_frame: Callable[[TurnInput], Frame] | None = None
-    #: The frame that carries the app's answer to a question the agent asked (a continuation
-    #: whose client-side tool call has its output: :meth:`TurnInput.answered_calls`), or
-    #: ``None`` when the request holds no answer for it: then the prompt frame.
-    answer_frame: Callable[[TurnInput], Frame | None] | None = None
+    #: The frame that answers one of the agent's questions (a client-side tool call the app
+    #: answered in the continued message: :meth:`TurnInput.answered_calls`), or ``None`` when
+    #: that call is not a question of this upstream.
+    answer_frame: Callable[[TurnInput, AnsweredCall], Frame | None] | None = None
+    #: The frame that carries the app's decision on an approval the agent asked for
+    #: (:attr:`TurnInput.approval_answers`, checked by the gateway before it is called).
+    approval_frame: Callable[[TurnInput, ApprovalAnswer], Frame] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,16 +380,35 @@ class FrameTemplates:
     #: Replaces the dialect's answer frame: ``{question_id}``, and ``"{answer}"`` (the app's
     #: output as it is) besides the placeholders above.
     answer: Frame | None = None
+    #: Replaces the dialect's approval frame: ``{approval_id}``, ``{tool_call_id}``,
+    #: ``{tool_name}``, ``"{approved}"`` (a JSON boolean) and ``"{reason}"`` (string or null).
+    approval: Frame | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class TurnFrames:
-    prompt: Frame
+    #: What starts the turn: the answers to the agent's questions and approvals, one frame
+    #: each, when the request carries some; else the one prompt (or regenerate) frame.
+    prompts: list[Frame]
     abort: Frame | None
 
+    @property
+    def prompt(self) -> Frame:
+        return self.prompts[0]
 
-_SCALARS = ("text", "message_id", "run_id", "session_id", "chat_id", "question_id")
-_LISTS = ("{attachments}", "{messages}", "{answer}")
+
+_SCALARS = (
+    "text",
+    "message_id",
+    "run_id",
+    "session_id",
+    "chat_id",
+    "question_id",
+    "approval_id",
+    "tool_call_id",
+    "tool_name",
+)
+_VALUES = ("{attachments}", "{messages}", "{answer}", "{approved}", "{reason}")
 
 
 def _fill(template: Any, values: dict[str, Any]) -> Any:
@@ -281,7 +417,7 @@ def _fill(template: Any, values: dict[str, Any]) -> Any:
     if isinstance(template, list):
         return [_fill(v, values) for v in template]
     if isinstance(template, str):
-        if template in _LISTS:
+        if template in _VALUES:
             return values[template[1:-1]]
         for key in _SCALARS:
             if key in values:
@@ -289,31 +425,59 @@ def _fill(template: Any, values: dict[str, Any]) -> Any:
     return template
 
 
+def answer_frames(
+    contract: WebSocketContract, turn: TurnInput, templates: FrameTemplates = FrameTemplates()
+) -> list[Frame]:
+    """One frame per answer the request carries (questions, then approvals), templated where
+    the deployment has templates; empty when it carries none this upstream understands."""
+    frames: list[Frame] = []
+    base = turn.template_values() if templates.answer or templates.approval else {}
+    if contract.answer_frame is not None:
+        for call in turn.answered_calls():
+            frame = contract.answer_frame(turn, call)
+            if frame is not None and templates.answer is not None:
+                values = {**base, "question_id": call.tool_call_id, "answer": call.output}
+                frame = _fill(templates.answer, values)
+            if frame is not None:
+                frames.append(frame)
+    if contract.approval_frame is not None:
+        for answer in turn.approval_answers:
+            if templates.approval is not None:
+                values = {
+                    **base,
+                    "approval_id": answer.approval_id,
+                    "tool_call_id": answer.tool_call_id,
+                    "tool_name": answer.tool_name,
+                    "approved": answer.approved,
+                    "reason": answer.reason,
+                }
+                frames.append(_fill(templates.approval, values))
+            else:
+                frames.append(contract.approval_frame(turn, answer))
+    return frames
+
+
 def build_frames(
     contract: WebSocketContract, turn: TurnInput, templates: FrameTemplates = FrameTemplates()
 ) -> TurnFrames:
-    """The prompt and abort frames of one turn: the deployment's templates where it has them,
-    else the dialect's; with ``history = "full"`` the prompt carries ``messages`` too."""
+    """The frames that start one turn and its abort frame: the deployment's templates where it
+    has them, else the dialect's; with ``history = "full"`` the first carries ``messages``."""
     values = turn.template_values() if templates != FrameTemplates() else {}
-    answer = contract.answer_frame(turn) if contract.answer_frame is not None else None
-    if answer is not None and templates.answer is not None:
-        values["question_id"] = answer.get("questionId", "")
-        values["answer"] = answer.get("answer")
-        answer = _fill(templates.answer, values)
-    if answer is not None:
-        prompt = answer
+    prompts = answer_frames(contract, turn, templates)
+    if prompts:
+        pass
     elif turn.regenerate and templates.regenerate is not None:
-        prompt = _fill(templates.regenerate, values)
+        prompts = [_fill(templates.regenerate, values)]
     elif templates.prompt is not None:
-        prompt = _fill(templates.prompt, values)
+        prompts = [_fill(templates.prompt, values)]
     elif turn.regenerate and contract.regenerate_frame is not None:
-        prompt = contract.regenerate_frame(turn)
+        prompts = [contract.regenerate_frame(turn)]
     else:
-        prompt = contract.prompt_frame(turn)
-    if turn.history == "full" and "messages" not in prompt:
-        prompt["messages"] = turn.history_dump
+        prompts = [contract.prompt_frame(turn)]
+    if turn.history == "full" and "messages" not in prompts[0]:
+        prompts[0]["messages"] = turn.history_dump
     if templates.abort is not None:
         abort = _fill(templates.abort, values)
     else:
         abort = contract.abort_frame(turn)
-    return TurnFrames(prompt, abort)
+    return TurnFrames(prompts, abort)

@@ -1,0 +1,85 @@
+// The human-in-the-loop round trip with the real AI SDK chat (AbstractChat + DefaultChatTransport
+// of ai 5, 6 or 7) against a live gateway: send a message, answer what the assistant asks the way
+// an app does (addToolOutput for ask_user, addToolApprovalResponse for approvals on 6/7, the
+// question form's addToolOutput on 5), let the chat send the continuation, report what it built.
+//
+// Input (stdin): {api, major, text, answers: [{kind: "question", output} | {kind: "approval",
+//   approved, reason?}], auto?: bool}   auto: the continuation is sent by sendAutomaticallyWhen
+//   (lastAssistantMessageIsCompleteWithToolCalls / ...WithApprovalResponses) instead of
+//   sendMessage().
+// Output (stdout): {messages, status, error, requests: [request bodies the chat POSTed]}
+import * as ai5 from "ai5";
+import * as ai6 from "ai6";
+import * as ai7 from "ai7";
+
+const input = JSON.parse(await new Promise((resolve) => {
+  let data = "";
+  process.stdin.on("data", (c) => (data += c));
+  process.stdin.on("end", () => resolve(data));
+}));
+const sdk = { 5: ai5, 6: ai6, 7: ai7 }[input.major];
+
+class State {
+  constructor() { this.status = "ready"; this.error = undefined; this.messages = []; }
+  pushMessage(m) { this.messages = this.messages.concat(m); }
+  popMessage() { this.messages = this.messages.slice(0, -1); }
+  replaceMessage(i, m) { this.messages = [...this.messages.slice(0, i), m, ...this.messages.slice(i + 1)]; }
+  snapshot(thing) { return structuredClone(thing); }
+}
+
+const requests = [];
+const recordingFetch = async (url, init) => {
+  requests.push(JSON.parse(init.body));
+  return fetch(url, init);
+};
+
+const state = new State();
+const auto = input.auto
+  ? ({ messages }) =>
+      (sdk.lastAssistantMessageIsCompleteWithApprovalResponses?.({ messages }) ?? false) ||
+      sdk.lastAssistantMessageIsCompleteWithToolCalls({ messages })
+  : undefined;
+const chat = new sdk.AbstractChat({
+  id: "chat-" + input.major,
+  state,
+  transport: new sdk.DefaultChatTransport({ api: input.api, fetch: recordingFetch }),
+  sendAutomaticallyWhen: auto,
+  onError: () => {},
+});
+
+async function settled(requestCount) {
+  for (let i = 0; i < 600; i++) {  // 30 s at most
+    if (requests.length >= requestCount && (state.status === "ready" || state.status === "error")) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`timed out waiting for request ${requestCount} (status ${state.status})`);
+}
+
+function pendingPart() {
+  const last = state.messages.at(-1);
+  const parts = last?.role === "assistant" ? last.parts : [];
+  return parts.find((p) => p.state === "approval-requested" ||
+    (p.type === "tool-ask_user" && p.state === "input-available"));
+}
+
+await chat.sendMessage({ text: input.text });
+await settled(1);
+for (const answer of input.answers ?? []) {
+  const before = requests.length;
+  const part = pendingPart();
+  if (!part) throw new Error("nothing to answer: " + JSON.stringify(state.messages.at(-1)));
+  if (answer.kind === "approval" && part.state === "approval-requested") {
+    await chat.addToolApprovalResponse({
+      id: part.approval.id, approved: answer.approved, reason: answer.reason,
+    });
+  } else {
+    const output = answer.kind === "approval" ? (answer.approved ? "approve" : "deny") : answer.output;
+    await chat.addToolOutput({ tool: "ask_user", toolCallId: part.toolCallId, output });
+  }
+  if (!input.auto) await chat.sendMessage();
+  await settled(before + 1);
+}
+process.stdout.write(JSON.stringify({
+  messages: state.messages, status: state.status, error: state.error?.message ?? null, requests,
+}));
+process.exit(0);

@@ -52,10 +52,16 @@ CHUNK``, legacy ``THINKING_*``         VALUE`` rides in the part's ``providerMet
 ``RUN_FINISHED``                       open parts end, ``finish-step``, ``finish``: ``stop``, or
                                        ``tool-calls`` when calls wait for the app
                                        (``pendingToolCallIds`` or a frontend tool), ``other`` for
-                                       ``interrupt`` (the interrupts go out first as
-                                       ``data-interrupt`` by id) and ``cancelled``;
-                                       ``messageMetadata {threadId, runId, outcome, result?,
-                                       usage?}``
+                                       ``cancelled``; ``messageMetadata {threadId, runId,
+                                       outcome, result?, usage?}``. ``interrupt``: each interrupt
+                                       on a tool call of the run is a tool approval
+                                       (``tool-approval-request``, ``approvalId`` = the interrupt
+                                       id, ``reason`` = its message or reason; ai 5: the question
+                                       form); any other is a question (client-side ``ask_user``
+                                       call, ``toolCallId`` = the interrupt id, input
+                                       ``{question, reason, responseSchema?, expiresAt?,
+                                       metadata?}``); finish ``tool-calls``
+                                       (``protocol_specs/human_in_the_loop.py``)
 ``RUN_ERROR``                          ``error`` with the agent's message (code prefixed)
 other event types                      the unknown-event policy (``data-<type>``)
 =====================================  ===========================================================
@@ -66,6 +72,10 @@ dialect's ``messages = "latest"`` sends only the newest user message, for agents
 thread themselves). User text and files (image / audio / video / document parts with a ``data``
 source for data URLs or a ``url`` source), assistant text with ``toolCalls``, a ``tool`` message
 per answered call (errors in ``error``), reasoning as ``reasoning`` messages.
+
+A continuation (the app answered interrupts) is a new run whose ``resume`` holds the answers
+(:func:`resume_entries`), with the history as usual (``messages = "latest"``: the newest user
+message); the ``ask_user`` parts that stood for interrupts are left out of ``messages``.
 """
 
 from __future__ import annotations
@@ -73,6 +83,8 @@ from __future__ import annotations
 from typing import Any, Final
 
 import orjson
+
+from protocol_specs.human_in_the_loop import QUESTION_TOOL
 
 __all__ = ["LEGACY_THINKING", "messages_from_ui", "tool_output"]
 
@@ -125,7 +137,9 @@ def _user(message: Any) -> dict[str, Any]:
     return {"id": message.id or "user", "role": "user", "content": content}
 
 
-def _assistant(message: Any, step_index: int, parts: list[Any]) -> list[dict[str, Any]]:
+def _assistant(
+    message: Any, step_index: int, parts: list[Any], resumed: frozenset[str] = frozenset()
+) -> list[dict[str, Any]]:
     base_id = f"{message.id or 'assistant'}" + (f"-{step_index}" if step_index else "")
     out: list[dict[str, Any]] = []
     texts: list[str] = []
@@ -139,6 +153,11 @@ def _assistant(message: Any, step_index: int, parts: list[Any]) -> list[dict[str
             out.append(
                 {"id": f"{base_id}-reasoning-{len(out)}", "role": "reasoning", "content": part.text}
             )
+        elif hasattr(part, "toolCallId") and part.toolCallId in resumed:
+            # the call an interrupt stopped at: the run resumes it (``resume``), no result yet
+            arguments = orjson.dumps(part.input if part.input is not None else {}).decode()
+            function = {"name": part.tool_name, "arguments": arguments}
+            calls.append({"id": part.toolCallId, "type": "function", "function": function})
         elif hasattr(part, "toolCallId") and part.state in (
             "output-available",
             "output-error",
@@ -176,9 +195,12 @@ def _assistant(message: Any, step_index: int, parts: list[Any]) -> list[dict[str
     return out + results
 
 
-def messages_from_ui(messages: list[Any], steps: Any, latest_only: bool) -> list[dict[str, Any]]:
+def messages_from_ui(
+    messages: list[Any], steps: Any, latest_only: bool, resumed: frozenset[str] = frozenset()
+) -> list[dict[str, Any]]:
     """``UIMessage`` history → AG-UI ``messages`` (see the module docstring); ``steps(message)``
-    cuts an assistant message at ``step-start``."""
+    cuts an assistant message at ``step-start``; ``resumed``: the tool calls whose approval this
+    run resumes (sent as calls without a result)."""
     if latest_only:
         users = [m for m in messages if m.role == "user"]
         return [_user(users[-1])] if users else []
@@ -189,6 +211,31 @@ def messages_from_ui(messages: list[Any], steps: Any, latest_only: bool) -> list
         elif message.role == "system":
             out.append({"id": message.id or "system", "role": "system", "content": message.text()})
         else:
+            # ask_user parts are the gateway's form of the agent's interrupts: answered by
+            # ``resume``, never part of the agent's thread.
+            parts = [p for p in message.parts if getattr(p, "tool_name", None) != QUESTION_TOOL]
+            if len(parts) != len(message.parts):
+                message = message.model_copy(update={"parts": parts})
             for index, step in enumerate(steps(message)):
-                out.extend(_assistant(message, index, step))
+                out.extend(_assistant(message, index, step, resumed))
+    return out
+
+
+def resume_entries(
+    questions: list[tuple[str, Any, bool]], approvals: list[tuple[str, bool, str | None]]
+) -> list[dict[str, Any]]:
+    """``RunAgentInput.resume``: the app's answers to the run's interrupts. A question answered
+    → ``resolved`` with the answer as ``payload``; declined (an error output) → ``cancelled``;
+    an approval → ``resolved`` with ``{approved, reason?}``."""
+    out: list[dict[str, Any]] = []
+    for interrupt_id, answer, declined in questions:
+        if declined:
+            out.append({"interruptId": interrupt_id, "status": "cancelled"})
+        else:
+            out.append({"interruptId": interrupt_id, "status": "resolved", "payload": answer})
+    for interrupt_id, approved, reason in approvals:
+        payload: dict[str, Any] = {"approved": approved}
+        if reason is not None:
+            payload["reason"] = reason
+        out.append({"interruptId": interrupt_id, "status": "resolved", "payload": payload})
     return out

@@ -8,6 +8,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
+import pytest
 from ag_ui.core import CustomEvent, StateDeltaEvent, StateSnapshotEvent
 from pydantic_ai import Agent, ToolReturn
 from pydantic_ai.messages import ModelMessage
@@ -42,6 +43,12 @@ async def _model(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator
     if answered:
         yield f"Done: {answered[0].content}."
         return
+    if "delete" in prompt:
+        yield "Deleting needs your approval."
+        yield {
+            1: DeltaToolCall(name="delete_file", json_args='{"path": "/tmp/x"}', tool_call_id="c4")
+        }
+        return
     if "fail" in prompt:
         raise RuntimeError("the model is down")
     if "weather" in prompt:
@@ -65,6 +72,11 @@ agent = Agent(FunctionModel(stream_function=_model))
 @agent.tool_plain
 def get_weather(city: str) -> str:
     return f"sunny in {city}"
+
+
+@agent.tool_plain(requires_approval=True)
+def delete_file(path: str) -> str:
+    return f"deleted {path}"
 
 
 @agent.tool_plain
@@ -99,15 +111,42 @@ SETTINGS = {
 
 
 @contextlib.asynccontextmanager
-async def gateway_in_front() -> AsyncIterator[str]:
+async def gateway_in_front(**settings: Any) -> AsyncIterator[str]:
     async with (
         ag_ui_agent() as base,
-        running_gateway(upstream=base, dialect="ag-ui", dialect_settings={"ag-ui": SETTINGS}) as (
-            gw,
-            _,
-        ),
+        running_gateway(
+            upstream=base, dialect="ag-ui", dialect_settings={"ag-ui": SETTINGS}, **settings
+        ) as (gw, _),
     ):
         yield gw
+
+
+@pytest.mark.conformance
+@pytest.mark.parametrize(("major", "approved"), [(5, True), (6, True), (7, True), (7, False)])
+async def test_a_tool_approval_interrupt_round_trips_through_the_real_chat(
+    real_clients: Any, major: int, approved: bool
+) -> None:
+    """pydantic-ai's tool that requires approval ends the run with an AG-UI interrupt; the
+    chat approves or denies it; the next run's ``resume`` carries the decision and the agent
+    goes on in the same message."""
+    async with gateway_in_front(target=major) as gw:
+        api = f"{gw}/api/sessions/appr{major}/chat"
+        answer = {"kind": "approval", "approved": approved, "reason": "no thanks"}
+        result = await real_clients.chat_loop(api, major, "delete it", [answer])
+    assert result["error"] is None, result
+    assert [m["role"] for m in result["messages"]] == ["user", "assistant"]
+    parts = result["messages"][1]["parts"]
+    (tool,) = [p for p in parts if p["type"] == "tool-delete_file"]
+    texts = [p["text"] for p in parts if p["type"] == "text"]
+    assert texts[0] == "Deleting needs your approval."
+    if approved:
+        assert tool["state"] == "output-available" and tool["output"] == "deleted /tmp/x"
+        assert texts[-1] == "Done: deleted /tmp/x."
+    else:
+        assert tool["state"] == "output-denied", tool
+        assert texts[-1] == "Done: no thanks."  # the model heard the denial and went on
+    second = result["requests"][1]
+    assert second["messageId"] == result["messages"][1]["id"]
 
 
 async def test_a_real_agent_with_reasoning_and_its_own_tool(real_clients) -> None:
@@ -222,12 +261,14 @@ def test_chunk_events_legacy_thinking_interrupts_and_bad_patches() -> None:
     chunks = [c for e in events for c in turn.feed(e)]
     assert of_type(chunks, "reasoning-delta")[0]["delta"] == "old-style thought"
     assert "".join(c["delta"] for c in of_type(chunks, "text-delta")) == "Hello"
-    (call,) = of_type(chunks, "tool-input-available")
+    call, question = of_type(chunks, "tool-input-available")
     assert call["input"] == {"a": 1} and "providerExecuted" not in call  # no result: the app's
     assert of_type(chunks, "data-upstream-malformed")[0]["data"]["reason"].startswith("STATE_DELTA")
     assert [a["data"]["content"] for a in of_type(chunks, "data-activity")] == [{"n": 1}, {"n": 2}]
-    assert of_type(chunks, "data-interrupt")[0]["id"] == "i1"
-    assert chunks[-1]["type"] == "finish" and chunks[-1]["finishReason"] == "other"
+    # an interrupt on no tool call is a question for the app
+    assert question["toolName"] == "ask_user" and question["toolCallId"] == "i1"
+    assert question["input"] == {"question": "approval", "reason": "approval"}
+    assert chunks[-1]["type"] == "finish" and chunks[-1]["finishReason"] == "tool-calls"
 
 
 def test_a_call_left_without_a_result_waits_for_the_app() -> None:
@@ -239,3 +280,46 @@ def test_a_call_left_without_a_result_waits_for_the_app() -> None:
     ]
     chunks = [c for e in events for c in turn.feed(e)]
     assert chunks[-1]["finishReason"] == "tool-calls"
+
+
+def test_a_continuation_resumes_the_interrupts_it_answers() -> None:
+    """Answers to interrupts go in ``resume``; the ask_user parts stay out of ``messages``; a
+    call whose approval is answered goes as a call without a result."""
+    from tests.helpers import provider_turn
+    from translators.dialects.ag_ui import AgUiSettings, run_input
+
+    assistant = {
+        "id": "a1",
+        "role": "assistant",
+        "parts": [
+            {"type": "step-start"},
+            {"type": "text", "text": "Pick one."},
+            {
+                "type": "tool-ask_user",
+                "toolCallId": "int-region",
+                "state": "output-available",
+                "input": {"question": "Pick a region"},
+                "output": "eu",
+            },
+            {
+                "type": "tool-delete_file",
+                "toolCallId": "c4",
+                "state": "approval-responded",
+                "input": {"path": "/x"},
+                "approval": {"id": "int-c4", "approved": False, "reason": "no"},
+            },
+        ],
+    }
+    user = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "go"}]}
+    body = run_input(provider_turn(AgUiSettings, [user, assistant]))
+    assert body["resume"] == [
+        {"interruptId": "int-region", "status": "resolved", "payload": "eu"},
+        {
+            "interruptId": "int-c4",
+            "status": "resolved",
+            "payload": {"approved": False, "reason": "no"},
+        },
+    ]
+    (call_message,) = [m for m in body["messages"] if m.get("toolCalls")]
+    assert [c["id"] for c in call_message["toolCalls"]] == ["c4"]  # no ask_user call
+    assert not [m for m in body["messages"] if m["role"] == "tool"]

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tests.helpers import assert_valid_for, guard_all, to_sse, types
-from translators.core.closing import CLOSE_OUTCOMES, CloseReason
+from translators.core.client_model import KnownToolCall
+from translators.core.closing import CLOSE_OUTCOMES, CloseReason, CloseRequest
 from translators.core.guard import StreamGuard
 
 TD = {"type": "text-delta", "id": "t", "delta": "x"}
@@ -290,3 +291,79 @@ def test_non_object_metadata_is_wrapped_so_later_merges_cannot_throw() -> None:
     assert out[0] == {"type": "start", "messageMetadata": {"value": "ab"}}
     assert guard.repairs["wrapped-metadata"] == 1
     assert_valid_for(to_sse(out))
+
+
+# -- approvals and continuations -------------------------------------------------------------------
+
+CALL = {"type": "tool-input-available", "toolCallId": "c", "toolName": "rm", "input": {"p": 1}}
+ASK = {"type": "tool-approval-request", "approvalId": "a", "toolCallId": "c", "reason": "sure?"}
+
+
+def drive(guard: StreamGuard, chunks: list[dict], reason: CloseReason) -> list[dict]:
+    out: list[dict] = []
+    for chunk in chunks:
+        out += guard.feed(chunk)
+    return out + guard.close(CloseRequest(reason))
+
+
+@pytest.mark.parametrize("target", [5, 6, 7])
+def test_an_approval_is_signed_reported_and_left_to_the_app(target: int) -> None:
+    issued: list = []
+    guard = StreamGuard(
+        target=target,
+        sign_approval=lambda aid, cid, name, inp: f"sig:{aid}:{cid}:{name}:{inp['p']}",
+        on_approval=issued.append,
+    )
+    out = drive(guard, [CALL, ASK], CloseReason.COMPLETED)
+    assert [(i.approval_id, i.tool_call_id, i.tool_name) for i in issued] == [("a", "c", "rm")]
+    assert not [c for c in out if c["type"] == "tool-output-error"]  # not settled: the app's
+    if target >= 6:
+        (request,) = [c for c in out if c["type"] == "tool-approval-request"]
+        assert request["signature"] == "sig:a:c:rm:1"
+        assert ("reason" in request) is (target == 7)
+    else:
+        (form,) = [c for c in out if c.get("toolName") == "ask_user"]
+        assert form["input"]["approval"]["signature"] == "sig:a:c:rm:1"
+        assert form["input"]["question"] == "sure?"
+    assert_valid_for(to_sse(out), target)
+    # an error still settles the waiting call
+    guard = StreamGuard(target=target)
+    out = drive(guard, [CALL, ASK], CloseReason.UPSTREAM_ERROR)
+    assert any(c["type"] == "tool-output-error" and c["toolCallId"] == "c" for c in out)
+
+
+def test_an_approval_for_an_unknown_or_settled_call_never_reaches_the_client_as_one() -> None:
+    guard = StreamGuard(target=7)
+    out = drive(guard, [ASK], CloseReason.COMPLETED)
+    assert "tool-approval-request" not in types(out) and guard.approvals_issued == []
+    settled = {"type": "tool-output-available", "toolCallId": "c", "output": 1}
+    guard = StreamGuard(target=7)
+    out = drive(guard, [CALL, settled, ASK], CloseReason.COMPLETED)
+    assert "tool-approval-request" not in types(out)
+    assert guard.repairs["dropped-approval-for-settled-call"] == 1
+
+
+@pytest.mark.parametrize("target", [5, 6, 7])
+def test_a_continuation_attaches_outputs_to_known_parts_and_opens_with_the_denials(
+    target: int,
+) -> None:
+    known = [
+        KnownToolCall("c", "rm", False, "approval-responded", True, {"p": 1}),
+        KnownToolCall("d", "mv", False, "approval-responded", True, {"p": 2}),
+    ]
+    guard = StreamGuard(target=target, message_id="m1", known_tools=known, denied_calls=["d"])
+    upstream = [
+        {"type": "start-step"},
+        {"type": "tool-input-start", "toolCallId": "c", "toolName": "rm"},
+        {**CALL},
+        {"type": "tool-output-available", "toolCallId": "c", "output": "ok"},
+        {"type": "tool-output-error", "toolCallId": "d", "errorText": "late"},
+        {"type": "text-delta", "id": "t", "delta": "done"},
+    ]
+    out = drive(guard, upstream, CloseReason.COMPLETED)
+    assert out[0] == {"type": "start", "messageId": "m1"}  # the known tools survive the start
+    denial = "tool-output-denied" if target >= 6 else "tool-output-error"
+    assert types(out)[:4] == ["start", "start-step", denial, "tool-output-available"]
+    assert [c.get("toolCallId") for c in out if c.get("toolCallId")] == ["d", "c"]
+    assert guard.repairs["dropped-known-tool-input"] == 2
+    assert guard.repairs["dropped-output-after-denial"] == 1

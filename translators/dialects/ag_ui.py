@@ -14,6 +14,7 @@ import jsonpatch
 from pydantic import BaseModel, ConfigDict, Field
 
 from protocol_specs import ag_ui as spec
+from protocol_specs.human_in_the_loop import QUESTION_TOOL
 from translators.kit import (
     Chunk,
     CloseReason,
@@ -160,10 +161,8 @@ class AgUiTranslator(Translator):
                 self._metadata[key] = event[key]
         out += self._end_all()
         if kind == "interrupt":
-            for interrupt in outcome.get("interrupts") or []:
-                if isinstance(interrupt, dict) and isinstance(interrupt.get("id"), str):
-                    out.append({"type": "data-interrupt", "id": interrupt["id"], "data": interrupt})
-            finish = "other"
+            out += self._interrupts(outcome.get("interrupts"))
+            finish = "tool-calls"
         elif kind == "cancelled":
             finish = "other"
         else:
@@ -176,6 +175,37 @@ class AgUiTranslator(Translator):
                 CloseReason.COMPLETED, finish_reason=finish, message_metadata=self._metadata
             )
         )
+        return out
+
+    def _interrupts(self, interrupts: Any) -> list[Chunk]:
+        """The run waits for the app: approvals for interrupts on its tool calls, questions for
+        the others (see the spec module)."""
+        out: list[Chunk] = []
+        for interrupt in interrupts if isinstance(interrupts, list) else []:
+            if not isinstance(interrupt, dict) or not isinstance(interrupt.get("id"), str):
+                self.stats["malformed-interrupt"] += 1
+                continue
+            text = optional_str(interrupt, "message") or optional_str(interrupt, "reason")
+            call_id = interrupt.get("toolCallId")
+            if isinstance(call_id, str) and call_id in self._calls:
+                request: Chunk = {
+                    "type": "tool-approval-request",
+                    "approvalId": interrupt["id"],
+                    "toolCallId": call_id,
+                }
+                if text:
+                    request["reason"] = text
+                out.append(request)
+                continue
+            question = {"question": text or "The agent needs your input."}
+            question |= {
+                k: interrupt[k]
+                for k in ("reason", "responseSchema", "expiresAt", "metadata", "toolCallId")
+                if interrupt.get(k) is not None
+            }
+            base = {"toolCallId": interrupt["id"], "toolName": QUESTION_TOOL, **self.tool_flags()}
+            out.append({"type": "tool-input-start", **base})
+            out.append({"type": "tool-input-available", **base, "input": question})
         return out
 
     def _on_run_error(self, event: dict[str, Any]) -> Sequence[Item]:
@@ -450,8 +480,9 @@ class AgUiSettings(BaseModel):
 def run_input(turn: TurnInput) -> dict[str, Any]:
     """The ``RunAgentInput`` of one turn."""
     settings: AgUiSettings = turn.settings or AgUiSettings()
+    resumed = frozenset(a.tool_call_id for a in turn.approval_answers)
     messages = spec.messages_from_ui(
-        turn.request.messages, steps_of, latest_only=settings.messages == "latest"
+        turn.request.messages, steps_of, latest_only=settings.messages == "latest", resumed=resumed
     )
     if not any(m["role"] == "user" for m in messages):
         raise RequestRejected("The request has no user message to send.")
@@ -472,6 +503,14 @@ def run_input(turn: TurnInput) -> dict[str, Any]:
         "context": [],
         "forwardedProps": {},
     }
+    questions = [
+        (call.tool_call_id, call.output, call.is_error)
+        for call in turn.answered_calls()
+        if call.tool_name == QUESTION_TOOL
+    ]
+    approvals = [(a.approval_id, a.approved, a.reason) for a in turn.approval_answers]
+    if questions or approvals:
+        body["resume"] = spec.resume_entries(questions, approvals)
     return apply_overrides(body, turn, settings.body_overrides)
 
 

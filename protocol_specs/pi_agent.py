@@ -42,20 +42,46 @@ thinking_*                          ``redacted``) ride in ``providerMetadata {pi
                                     coding agent retries): the turn goes on
 RPC ``response``                    a failed command (``success: false``) ends the turn with its
                                     ``error``; an accepted one says nothing
+RPC ``extension_ui_request``        an extension asks the user (pi's human in the loop):
+                                    ``confirm`` while a tool call is open (announced, not ended)
+                                    is that call's approval (``tool-approval-request``,
+                                    ``approvalId`` = the request id, ``reason`` = title: message;
+                                    ai 5: the question form); ``select``/``input``/``editor`` and
+                                    a ``confirm`` with no open call are ``ask_user`` questions
+                                    (``toolCallId`` = the request id, input = the request's
+                                    fields plus ``question``; ``options: ["yes", "no"]`` for a
+                                    confirm); the turn ends ``tool-calls``, the agent waiting.
+                                    Other methods (``notify``, ``setStatus``, ``setWidget``…)
+                                    need no answer: transient ``data-pi-ui``
 session events (``queue_update``,   the unknown-event policy (transient ``data-<type>``)
 ``compaction_*``, ``auto_retry_*``)
 ==================================  ==============================================================
 
 Frames sent: ``{"type": "prompt", "id": <run id>, "message": <text>, "images"?: [...]}`` and, to
 stop, ``{"type": "abort"}`` (the RPC commands; both replaceable by frame templates). pi keeps the
-conversation itself: only the newest user message goes upstream.
+conversation itself: only the newest user message goes upstream. A continuation that answers
+dialogs sends only :func:`ui_response` frames (``{"type": "extension_ui_response", "id", "value"
+| "confirmed" | "cancelled"}``; an approval is ``confirmed``, a declined question ``cancelled``).
+The agent is still inside its run while it waits, so the server behind the WebSocket must keep the
+session across sockets (the gateway closes the turn's socket without the abort frame and opens a
+new one whose first frame is the answer) and send the rest of the run there. Over HTTP the
+dialogs are shown, but an answer has no way back.
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
 
-__all__ = ["STOP_REASONS", "USAGE_FIELDS", "prompt_images"]
+__all__ = ["STOP_REASONS", "UI_DIALOGS", "USAGE_FIELDS", "prompt_images", "ui_response"]
+
+#: ``extension_ui_request`` methods that wait for an ``extension_ui_response``.
+UI_DIALOGS: Final = frozenset({"select", "confirm", "input", "editor"})
+
+
+def ui_response(request_id: str, **answer: Any) -> dict[str, Any]:
+    """The RPC answer to a dialog: ``value=…``, ``confirmed=…`` or ``cancelled=True``."""
+    return {"type": "extension_ui_response", "id": request_id, **answer}
+
 
 #: pi-ai ``stopReason`` → finishReason.
 STOP_REASONS: Final[dict[str, str]] = {

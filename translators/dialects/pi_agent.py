@@ -13,8 +13,11 @@ from typing import Any, Literal
 import orjson
 
 from protocol_specs import pi_agent as spec
+from protocol_specs.human_in_the_loop import QUESTION_TOOL, parse_approval_answer
 from protocol_specs.pi_agent import STOP_REASONS, USAGE_FIELDS
 from translators.kit import (
+    AnsweredCall,
+    ApprovalAnswer,
     Chunk,
     CloseReason,
     CloseRequest,
@@ -33,6 +36,7 @@ from translators.kit import (
     TurnInput,
     WebSocketContract,
     error_message,
+    optional_str,
     provider_metadata,
     require_dict,
     require_str,
@@ -57,6 +61,7 @@ class PiAgentTranslator(Translator):
         "tool_execution_update": "_on_tool_update",
         "tool_execution_end": "_on_tool_end",
         "response": "_on_response",
+        "extension_ui_request": "_on_ui_request",
     }
 
     def __init__(self, options: TranslatorOptions | None = None) -> None:
@@ -71,6 +76,8 @@ class PiAgentTranslator(Translator):
         self._streamed = False
         #: Calls whose input was sent (streamed, or whole at message end / execution start).
         self._calls: set[str] = set()
+        #: Calls announced and not ended, oldest first (what a ``confirm`` is about).
+        self._open_calls: dict[str, None] = {}
         self._stop_reason: str | None = None
         self._usage: dict[str, int] = {}
 
@@ -221,7 +228,7 @@ class PiAgentTranslator(Translator):
                 # pi's own parse of the arguments is the truth (it repairs partial JSON)
                 chunk.pop("errorText", None)
                 chunk["type"], chunk["input"] = "tool-input-available", call["arguments"]
-            self._calls.add(chunk["toolCallId"])
+            self._announce(chunk["toolCallId"])
         return [*out, *done]
 
     @staticmethod
@@ -277,7 +284,7 @@ class PiAgentTranslator(Translator):
                     arguments=orjson.dumps(block.get("arguments") or {}).decode(),
                 )
                 for chunk in self._tools.complete(key):
-                    self._calls.add(chunk["toolCallId"])
+                    self._announce(chunk["toolCallId"])
                     out.append(chunk)
                 continue
             else:
@@ -291,7 +298,7 @@ class PiAgentTranslator(Translator):
         call_id, name = require_str(event, "toolCallId"), require_str(event, "toolName")
         out: list[Item] = [*self._step()]
         if call_id not in self._calls:  # never streamed: announce it whole
-            self._calls.add(call_id)
+            self._announce(call_id)
             base = {"toolCallId": call_id, "toolName": name, **self.tool_flags()}
             out.append({"type": "tool-input-start", **base})
             out.append({"type": "tool-input-available", **base, "input": event.get("args") or {}})
@@ -313,11 +320,16 @@ class PiAgentTranslator(Translator):
             }
         ]
 
+    def _announce(self, call_id: str) -> None:
+        self._calls.add(call_id)
+        self._open_calls[call_id] = None
+
     def _on_tool_end(self, event: dict[str, Any]) -> Sequence[Item]:
         call_id = require_str(event, "toolCallId")
         out: list[Item] = []
         if call_id not in self._calls:
             out += self._on_tool_start(event)
+        self._open_calls.pop(call_id, None)
         result = event.get("result")
         flags = self.tool_flags(providerExecuted=True)
         if event.get("isError") is True:
@@ -329,6 +341,40 @@ class PiAgentTranslator(Translator):
             out.append(
                 {"type": "tool-output-available", "toolCallId": call_id, "output": result, **flags}
             )
+        return out
+
+    # -- the human in the loop (RPC extension UI) -------------------------------------------------
+
+    def _on_ui_request(self, event: dict[str, Any]) -> Sequence[Item]:
+        """An extension asks the user (see the spec module): ``confirm`` while a tool call is
+        open is that call's approval, other dialogs are questions; both end the turn, the
+        agent waiting for the answer. The rest (notify, status, widgets) is shown only."""
+        request_id = require_str(event, "id")
+        method = optional_str(event, "method") or ""
+        fields = {k: v for k, v in event.items() if k not in ("type", "id")}
+        if method not in spec.UI_DIALOGS:
+            return [*self._begin(), {"type": "data-pi-ui", "data": fields, "transient": True}]
+        title = optional_str(event, "title")
+        message = optional_str(event, "message")
+        out: list[Item] = [*self._step(), *self._parts.end_all(), *self._tools.complete()]
+        if method == "confirm" and self._open_calls:
+            request: Chunk = {
+                "type": "tool-approval-request",
+                "approvalId": request_id,
+                "toolCallId": next(reversed(self._open_calls)),
+            }
+            reason = ": ".join(t for t in (title, message) if t)
+            if reason:
+                request["reason"] = reason
+            out.append(request)
+        else:
+            question = {"question": title or message or "The agent needs your input.", **fields}
+            if method == "confirm":
+                question.setdefault("options", ["yes", "no"])
+            base = {"toolCallId": request_id, "toolName": QUESTION_TOOL, **self.tool_flags()}
+            out.append({"type": "tool-input-start", **base})
+            out.append({"type": "tool-input-available", **base, "input": question})
+        out.append(CloseRequest(CloseReason.COMPLETED, finish_reason="tool-calls"))
         return out
 
 
@@ -351,6 +397,26 @@ def prompt_frame(turn: TurnInput) -> dict[str, Any]:
     if images:
         frame["images"] = images
     return frame
+
+
+def _answer_frame(turn: TurnInput, call: AnsweredCall) -> dict[str, Any] | None:
+    """The ``extension_ui_response`` to a dialog the app answered."""
+    if call.tool_name != QUESTION_TOOL:
+        return None
+    confirm = isinstance(call.input, dict) and call.input.get("method") == "confirm"
+    if call.is_error:
+        return spec.ui_response(call.tool_call_id, cancelled=True)
+    if confirm:
+        decision = parse_approval_answer(call.output, False)
+        if decision is None:
+            return spec.ui_response(call.tool_call_id, cancelled=True)
+        return spec.ui_response(call.tool_call_id, confirmed=decision[0])
+    value = call.output if isinstance(call.output, str) else orjson.dumps(call.output).decode()
+    return spec.ui_response(call.tool_call_id, value=value)
+
+
+def _approval_frame(turn: TurnInput, answer: ApprovalAnswer) -> dict[str, Any]:
+    return spec.ui_response(answer.approval_id, confirmed=answer.approved)
 
 
 def _request(turn: TurnInput) -> HttpRequest:
@@ -437,7 +503,10 @@ DIALECT = Dialect(
     summary="pi agent core events (agent_start … agent_end), WebSocket or HTTP SSE",
     translator=PiAgentTranslator,
     websocket=WebSocketContract(
-        prompt_frame=prompt_frame, abort_frame=lambda turn: {"type": "abort"}
+        prompt_frame=prompt_frame,
+        abort_frame=lambda turn: {"type": "abort"},
+        answer_frame=_answer_frame,
+        approval_frame=_approval_frame,
     ),
     http=HttpSseContract(request=_request),
     spec=spec.__name__,

@@ -96,6 +96,8 @@ class AnsweredCall:
     output: Any
     #: The app reported an error (``output-error``: its ``errorText`` is the output).
     is_error: bool
+    #: The call's input (a question's fields).
+    input: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,9 +173,13 @@ class TurnInput:
             if part.tool_name == QUESTION_TOOL and is_approval_question(part.input):
                 continue
             if part.state == "output-available":
-                out.append(AnsweredCall(part.toolCallId, part.tool_name, part.output, False))
+                out.append(
+                    AnsweredCall(part.toolCallId, part.tool_name, part.output, False, part.input)
+                )
             elif part.state == "output-error":
-                out.append(AnsweredCall(part.toolCallId, part.tool_name, part.errorText, True))
+                out.append(
+                    AnsweredCall(part.toolCallId, part.tool_name, part.errorText, True, part.input)
+                )
         return out
 
     @cached_property

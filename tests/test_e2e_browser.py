@@ -47,7 +47,9 @@ def built_app() -> Path:
 
 @pytest.fixture(scope="module")
 def servers(built_app: Path):
-    static_port, gateway_port = free_port(), free_port()
+    """The built app on a static server, and one demo gateway per build: the ai 7 build is served
+    with target 7 (real tool approvals), the ai 5 build with target 5 (their question form)."""
+    static_port = free_port()
     origin = f"http://127.0.0.1:{static_port}"
     static = subprocess.Popen(
         [
@@ -63,20 +65,27 @@ def servers(built_app: Path):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    try:
-        with process(
+    ports = {5: free_port(), 7: free_port()}
+
+    def demo(target: int):
+        return process(
             "demo",
             "--dialect",
             "agent-ops-v2",
+            "--target",
+            str(target),
             "--resume",
             "memory",  # the app's Stop asks the gateway to stop (a disconnect would detach)
             "--port",
-            str(gateway_port),
+            str(ports[target]),
             "--cors-origins",
             origin,
-            ready_url=f"http://127.0.0.1:{gateway_port}/healthz",
-        ):
-            yield origin, f"http://127.0.0.1:{gateway_port}"
+            ready_url=f"http://127.0.0.1:{ports[target]}/healthz",
+        )
+
+    try:
+        with demo(5), demo(7):
+            yield origin, {f"ai{t}": f"http://127.0.0.1:{port}" for t, port in ports.items()}
     finally:
         static.terminate()
         static.wait(10)
@@ -84,7 +93,8 @@ def servers(built_app: Path):
 
 @pytest.mark.parametrize("build", ["ai5", "ai7"])
 def test_use_chat_app_in_headless_chromium(build: str, servers) -> None:
-    origin, gateway = servers
+    origin, gateways = servers
+    gateway = gateways[build]
     ARTIFACTS.mkdir(exist_ok=True)
     screenshot = ARTIFACTS / f"react-usechat-{build}.png"
     config = {
@@ -136,5 +146,45 @@ def test_use_chat_app_in_headless_chromium(build: str, servers) -> None:
     assert "The demo agent failed on purpose (you asked)." in result["error"]["text"]
     assert result["error"]["status"] == "error"
 
-    assert screenshot.stat().st_size > 10_000
-    print(f"\nscreenshot of the finished chat ({build}): {screenshot}")
+    def received(session: str) -> list[dict]:
+        url = f"{gateway}/demo/upstream-events/{session}"
+        frames: list[dict] = httpx.get(url, trust_env=False).json()["received"]
+        return frames
+
+    question = result["question"]  # answered in the page: the agent continued, same message
+    assert question["asked"] == "Which color do you prefer?"
+    assert question["status"] == "ready" and question["assistants"] == 1, question
+    assert question["answered"] == '"green"'
+    assert question["text"] == "Before I answer, one question.You chose **green**: a fine choice."
+    answers = [f for f in received(question["session"]) if f.get("type") == "answer"]
+    assert answers == [
+        {"type": "answer", "questionId": answers[0]["questionId"], "answer": "green"}
+    ]
+
+    approval = result["approval"]  # approved once, denied once
+    assert approval["status"] == "ready" and approval["assistants"] == 2, approval
+    assert approval["approved"]["state"] == "output-available"
+    assert approval["approved"]["text"].endswith("Done: the branch is deleted.")
+    assert approval["denied"]["text"].endswith("Understood, I left the branch alone.")
+    decisions = [f for f in received(approval["session"]) if f.get("type") == "approval"]
+    assert [d["approved"] for d in decisions] == [True, False]  # one frame per answer
+    if build == "ai7":
+        assert approval["denied"]["state"] == "output-denied"
+        approved_states, denied_states = (approval["toolStates"][d["callId"]] for d in decisions)
+        assert approved_states[-3:] == [
+            "approval-requested",
+            "approval-responded",
+            "output-available",
+        ], approved_states
+        assert denied_states[-3:] == [
+            "approval-requested",
+            "approval-responded",
+            "output-denied",
+        ], denied_states
+    else:  # ai 5: the question form, and a denial reads as an output error
+        assert approval["denied"]["state"] == "output-error"
+
+    for suffix in ("", "-question-asked", "-question", "-approval-requested", "-approval"):
+        shot = ARTIFACTS / f"react-usechat-{build}{suffix}.png"
+        assert shot.stat().st_size > 10_000, shot
+    print(f"\nscreenshots of the finished chats ({build}): {ARTIFACTS}/react-usechat-{build}*.png")

@@ -117,6 +117,58 @@ try {
   result.resume = { session: resumeSession, beforeReload, text: resumedText, status: await status(resumePage),
     assistants: await resumePage.getByTestId('message-assistant').count() };
   await resumePage.screenshot({ path: config.screenshot.replace('.png', '-resumed.png'), fullPage: true });
+
+  // 6. the human in the loop: a question answered, then an approval approved and one denied
+  const askSession = `e2e-ask-${config.build}-${Date.now()}`;
+  const askPage = await open(askSession);
+  await send(askPage, 'ask me');
+  await askPage.locator('[data-testid="question"][data-state="input-available"]').waitFor({ timeout: 15000 });
+  result.question = { asked: await askPage.locator('.question-text').first().textContent() };
+  await askPage.screenshot({ path: config.screenshot.replace('.png', '-question-asked.png'), fullPage: true });
+  await askPage.getByTestId('answer-option').filter({ hasText: 'green' }).click();
+  await askPage.getByText('You chose').waitFor({ timeout: 15000 });
+  await waitReady(askPage);
+  result.question = { ...result.question, session: askSession, text: await lastAssistantText(askPage),
+    assistants: await askPage.getByTestId('message-assistant').count(),
+    answered: await askPage.getByTestId('answered').first().textContent(), status: await status(askPage) };
+  await askPage.screenshot({ path: config.screenshot.replace('.png', '-question.png'), fullPage: true });
+
+  const approvalSession = `e2e-approval-${config.build}-${Date.now()}`;
+  const approvalPage = await open(approvalSession);
+  const decide = async (prompt, approved) => {
+    const before = await approvalPage.getByTestId('message-assistant').count();
+    await send(approvalPage, prompt);
+    if (config.build === 'ai7') {  // a real tool approval
+      const button = approvalPage.getByTestId(approved ? 'approve' : 'deny');
+      await button.waitFor({ timeout: 15000 });
+      if (approved) {
+        await approvalPage.screenshot({ path: config.screenshot.replace('.png', '-approval-requested.png'), fullPage: true });
+      }
+      await button.click();
+    } else {  // ai 5: the approval's question form
+      const option = approvalPage.locator('[data-testid="question"][data-state="input-available"] [data-testid="answer-option"]')
+        .filter({ hasText: approved ? 'approve' : 'deny' });
+      await option.waitFor({ timeout: 15000 });
+      if (approved) {
+        await approvalPage.screenshot({ path: config.screenshot.replace('.png', '-approval-requested.png'), fullPage: true });
+      }
+      await option.click();
+    }
+    await approvalPage.getByText(approved ? 'Done: the branch is deleted.' : 'I left the branch alone')
+      .nth(0).waitFor({ timeout: 15000 });
+    await waitReady(approvalPage);
+    const tool = approvalPage.locator('[data-testid="tool"][data-name="delete_branch"]').nth(before);
+    return { state: await tool.getAttribute('data-state'), text: await lastAssistantText(approvalPage) };
+  };
+  result.approval = {
+    session: approvalSession,
+    approved: await decide('please approve a cleanup', true),
+    denied: await decide('approve one more cleanup', false),
+    assistants: await approvalPage.getByTestId('message-assistant').count(),
+    toolStates: await approvalPage.evaluate(() => window.__toolStates),
+    status: await status(approvalPage),
+  };
+  await approvalPage.screenshot({ path: config.screenshot.replace('.png', '-approval.png'), fullPage: true });
 } catch (error) {
   result.failure = String(error && error.stack || error);
 } finally {

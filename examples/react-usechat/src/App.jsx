@@ -5,9 +5,23 @@
 // a gateway on another origin (the gateway then needs --cors-origins for this page's origin),
 // ?chat=<id> names the chat and ?resume=1 turns on useChat's resume (a reloaded page picks the
 // running answer up again: the gateway's resume setting must be on).
+//
+// The human in the loop: an agent's question is a client-side tool call `ask_user` (its input has
+// the question and options): answered with addToolOutput. A tool approval (ai 6/7) is a tool part
+// in state approval-requested: answered with addToolApprovalResponse. ai 5 has no approvals and
+// gets the question form instead (an ask_user with options approve/deny). Either way the chat
+// sends the continuation itself (sendAutomaticallyWhen) and the agent goes on in the same message.
 import { useChat } from '@ai-sdk/react';
-import { DefaultChatTransport } from 'ai';
-import { useEffect, useMemo, useState } from 'react';
+import * as ai from 'ai';
+import { createContext, useContext, useEffect, useMemo, useState } from 'react';
+
+const { DefaultChatTransport, lastAssistantMessageIsCompleteWithToolCalls } = ai;
+// ai 6/7 only (undefined on ai 5, whose approvals arrive as questions).
+const completeWithApprovals = ai['lastAssistantMessageIsCompleteWithApprovalResponses'];
+const sendAutomaticallyWhen = (options) =>
+  lastAssistantMessageIsCompleteWithToolCalls(options) ||
+  (completeWithApprovals ? completeWithApprovals(options) : false);
+const Answers = createContext(null);
 
 const params = new URLSearchParams(window.location.search);
 const session = params.get('session') || 'demo';
@@ -25,14 +39,57 @@ function ToolPart({ part }) {
     const seen = (window.__toolStates[part.toolCallId] ||= []);
     if (seen[seen.length - 1] !== part.state) seen.push(part.state);
   }, [part.toolCallId, part.state]);
+  if (name === 'ask_user') return <Question part={part} />;
   return (
-    <div className="tool" data-testid="tool" data-state={part.state}>
+    <div className="tool" data-testid="tool" data-name={name} data-state={part.state}>
       <span className="tool-name">tool {name}</span> <span className="tool-state">{part.state}</span>
       {part.input !== undefined && <pre className="tool-input">{JSON.stringify(part.input)}</pre>}
+      {part.state === 'approval-requested' && <Approval part={part} />}
       {part.state === 'output-available' && (
         <pre className="tool-output" data-testid="tool-output">{JSON.stringify(part.output)}</pre>
       )}
       {part.state === 'output-error' && <div className="tool-error">{part.errorText}</div>}
+    </div>
+  );
+}
+
+function Question({ part }) {
+  const { addToolOutput } = useContext(Answers);
+  const [text, setText] = useState('');
+  const input = part.input || {};
+  const answer = (output) => addToolOutput({ tool: 'ask_user', toolCallId: part.toolCallId, output });
+  if (part.state !== 'input-available') {
+    const answered = part.state === 'output-available' ? JSON.stringify(part.output) : part.errorText;
+    return (
+      <div className="question" data-testid="question" data-state={part.state}>
+        <span className="question-text">{input.question}</span> → <b data-testid="answered">{answered}</b>
+      </div>
+    );
+  }
+  return (
+    <div className="question" data-testid="question" data-state={part.state}>
+      <div className="question-text">{input.question}</div>
+      {(input.options || []).map((option) => (
+        <button key={option} type="button" data-testid="answer-option" onClick={() => answer(option)}>
+          {option}
+        </button>
+      ))}
+      <form onSubmit={(event) => { event.preventDefault(); if (text.trim()) answer(text); }}>
+        <input data-testid="answer-input" value={text} onChange={(e) => setText(e.target.value)} placeholder="Your answer…" />
+        <button data-testid="answer-send" type="submit">Answer</button>
+      </form>
+    </div>
+  );
+}
+
+function Approval({ part }) {
+  const { addToolApprovalResponse } = useContext(Answers);
+  const decide = (approved) => addToolApprovalResponse({ id: part.approval.id, approved });
+  return (
+    <div className="approval" data-testid="approval">
+      <div>{part.approval.requestReason || 'Allow this tool to run?'}</div>
+      <button type="button" data-testid="approve" onClick={() => decide(true)}>Approve</button>
+      <button type="button" data-testid="deny" onClick={() => decide(false)}>Deny</button>
     </div>
   );
 }
@@ -49,7 +106,12 @@ function Part({ part }) {
 
 export function App() {
   const transport = useMemo(() => new DefaultChatTransport({ api }), []);
-  const { messages, sendMessage, status, stop, error } = useChat({ id: chatId, transport, resume });
+  const { messages, sendMessage, status, stop, error, addToolOutput, addToolApprovalResponse } =
+    useChat({ id: chatId, transport, resume, sendAutomaticallyWhen });
+  const answers = useMemo(
+    () => ({ addToolOutput, addToolApprovalResponse }),
+    [addToolOutput, addToolApprovalResponse],
+  );
   // With resume on, the client's stop() only disconnects: ask the gateway to stop the agent
   // (a gateway without resume answers 404, and the disconnect itself aborts).
   const stopAnswer = async () => {
@@ -68,6 +130,7 @@ export function App() {
         <span className="badge" data-testid="status">{status}</span>
         {agentStatus && <span className="badge">{agentStatus}</span>}
       </header>
+      <Answers.Provider value={answers}>
       <section className="messages" data-testid="messages">
         {messages.map((message) => (
           <article key={message.id} className={`message ${message.role}`} data-testid={`message-${message.role}`}>
@@ -76,6 +139,7 @@ export function App() {
         ))}
         {error && <div className="error" data-testid="error">⚠ {error.message}</div>}
       </section>
+      </Answers.Provider>
       <form
         onSubmit={(event) => {
           event.preventDefault();

@@ -184,6 +184,9 @@ def test_use_chat_app_in_headless_chromium(build: str, servers) -> None:
     else:  # ai 5: the question form, and a denial reads as an output error
         assert approval["denied"]["state"] == "output-error"
 
+    # the gateway's demo page (make demo): a question answered, an approval approved
+    assert result["demoPage"] == {"messages": 4, "status": "finished (stop)"}, result["demoPage"]
+
     for suffix in ("", "-question-asked", "-question", "-approval-requested", "-approval"):
         shot = ARTIFACTS / f"react-usechat-{build}{suffix}.png"
         assert shot.stat().st_size > 10_000, shot

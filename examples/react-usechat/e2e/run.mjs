@@ -169,6 +169,26 @@ try {
     status: await status(approvalPage),
   };
   await approvalPage.screenshot({ path: config.screenshot.replace('.png', '-approval.png'), fullPage: true });
+
+  // 7. the gateway's own demo page (make demo) answers the same way
+  const demoPage = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  demoPage.on('pageerror', (e) => (result.pageErrors ||= []).push(String(e)));
+  await demoPage.goto(`${config.api}/`);
+  const demoSend = async (text) => {
+    await demoPage.fill('#input', text);
+    await demoPage.click('#send');
+  };
+  await demoSend('ask me');
+  await demoPage.click('button[data-answer][data-value="blue"]', { timeout: 15000 });
+  await demoPage.locator('#chat').getByText('You chose **blue**: a fine choice.').waitFor({ timeout: 15000 });
+  await demoSend('approve');
+  const approveButton = config.build === 'ai7'
+    ? 'button[data-approve][data-value="yes"]' : 'button[data-answer][data-value="approve"]';
+  await demoPage.click(approveButton, { timeout: 15000 });
+  await demoPage.locator('#chat').getByText('Done: the branch is deleted.').waitFor({ timeout: 15000 });
+  await sleep(300);
+  result.demoPage = { messages: await demoPage.locator('#chat .msg').count(), status: await demoPage.textContent('#status') };
+  await demoPage.screenshot({ path: config.screenshot.replace('.png', '-demo-page.png') });
 } catch (error) {
   result.failure = String(error && error.stack || error);
 } finally {

@@ -29,12 +29,24 @@ __all__ = [
     "ApprovalLedger",
     "MemoryApprovalLedger",
     "RedisApprovalLedger",
+    "claim_answers",
     "verify_answers",
 ]
 
 #: What an answered approval's entry becomes (kept until it expires, to tell a replay from a
 #: forgery).
 _ANSWERED = "answered"
+
+
+#: All of ARGV pending in hash KEYS[1] → all marked answered (1); otherwise nothing changes (0).
+_CLAIM = """
+for _, id in ipairs(ARGV) do
+  local v = redis.call('HGET', KEYS[1], id)
+  if (not v) or v == 'answered' then return 0 end
+end
+for _, id in ipairs(ARGV) do redis.call('HSET', KEYS[1], id, 'answered') end
+return 1
+"""
 
 
 class ApprovalAlreadyAnswered(RequestError):
@@ -47,7 +59,9 @@ class ApprovalLedger(Protocol):
 
     async def lookup(self, session_id: str, approval_ids: Sequence[str]) -> list[Any]: ...
 
-    async def settle(self, session_id: str, approval_ids: Sequence[str]) -> None: ...
+    async def claim(self, session_id: str, answers: Sequence[ApprovalAnswer]) -> bool: ...
+
+    async def release(self, session_id: str, answers: Sequence[ApprovalAnswer]) -> None: ...
 
 
 class MemoryApprovalLedger:
@@ -76,13 +90,22 @@ class MemoryApprovalLedger:
             out.append(entry[1] if entry is not None and entry[0] > now else None)
         return out
 
-    async def settle(self, session_id: str, approval_ids: Sequence[str]) -> None:
-        entries = self._sessions.get(session_id)
-        if entries is None:
-            return
-        for approval_id in approval_ids:
-            if approval_id in entries:
-                entries[approval_id] = (entries[approval_id][0], _ANSWERED)
+    async def claim(self, session_id: str, answers: Sequence[ApprovalAnswer]) -> bool:
+        """Mark every answer's approval answered, or none when one already is (atomic: no
+        await inside)."""
+        entries = self._sessions.get(session_id, {})
+        if any(entries.get(a.approval_id, (0, _ANSWERED))[1] == _ANSWERED for a in answers):
+            return False
+        for a in answers:
+            entries[a.approval_id] = (entries[a.approval_id][0], _ANSWERED)
+        return True
+
+    async def release(self, session_id: str, answers: Sequence[ApprovalAnswer]) -> None:
+        """Undo a claim (the upstream never got the answers)."""
+        entries = self._sessions.get(session_id, {})
+        for a in answers:
+            if a.approval_id in entries:
+                entries[a.approval_id] = (entries[a.approval_id][0], a.tool_call_id)
 
     def _sweep(self) -> None:
         now = time.monotonic()
@@ -103,6 +126,7 @@ class RedisApprovalLedger:
         self.log = log
         #: Writes under way (strong references: a task nobody holds may be collected).
         self._writes: set[asyncio.Task[None]] = set()
+        self._claim = redis.register_script(_CLAIM)
 
     @staticmethod
     def _key(session_id: str) -> str:
@@ -131,9 +155,29 @@ class RedisApprovalLedger:
         values = await self.redis.hmget(self._key(session_id), list(approval_ids))
         return [v.decode() if isinstance(v, bytes) else v for v in values]
 
-    async def settle(self, session_id: str, approval_ids: Sequence[str]) -> None:
-        mapping = {approval_id: _ANSWERED for approval_id in approval_ids}
+    async def claim(self, session_id: str, answers: Sequence[ApprovalAnswer]) -> bool:
+        ids = [a.approval_id for a in answers]
+        return bool(await self._claim(keys=[self._key(session_id)], args=ids))
+
+    async def release(self, session_id: str, answers: Sequence[ApprovalAnswer]) -> None:
+        mapping = {a.approval_id: a.tool_call_id for a in answers}
         await self.redis.hset(self._key(session_id), mapping=mapping)
+
+
+async def claim_answers(
+    ledger: ApprovalLedger,
+    session_id: str,
+    answers: Sequence[ApprovalAnswer],
+    secret: str | None,
+) -> None:
+    """Verify the answers (:func:`verify_answers`) and claim them: the first request with an
+    answer wins, a concurrent or later one gets 409. Undo with ``ledger.release`` when the
+    upstream never heard of them."""
+    if not answers:
+        return
+    await verify_answers(ledger, session_id, answers, secret)
+    if not await ledger.claim(session_id, answers):
+        raise ApprovalAlreadyAnswered(detail="answered concurrently")
 
 
 async def verify_answers(

@@ -7,7 +7,7 @@ import time
 import uuid
 from typing import Any
 
-from gateway.approvals import verify_answers
+from gateway.approvals import claim_answers
 from gateway.driver import TurnDriver
 from gateway.errors import BadRequest
 from gateway.state import GatewayState
@@ -45,12 +45,18 @@ async def open_turn(
         )
         try:
             approvals = turn_input.approval_answers
-            await verify_answers(state.approvals, session_id, approvals, config.approval_secret)
-            upstream = await state.connector.open(turn_input, forward)
         except RequestRejected as exc:
             raise BadRequest(exc.client_message) from exc
-        if approvals:  # the upstream has them: the first answer won
-            await state.approvals.settle(session_id, [a.approval_id for a in approvals])
+        # the first request with an answer wins; the upstream hears only checked answers
+        await claim_answers(state.approvals, session_id, approvals, config.approval_secret)
+        try:
+            upstream = await state.connector.open(turn_input, forward)
+        except BaseException as exc:
+            if approvals:  # it never heard of them: they may be sent again
+                await state.approvals.release(session_id, approvals)
+            if isinstance(exc, RequestRejected):
+                raise BadRequest(exc.client_message) from exc
+            raise
     except BaseException:
         state.release_turn(session_id)
         if resume is not None:

@@ -234,3 +234,16 @@ async def test_the_approval_frame_is_templatable() -> None:
     decisions = [f for f in upstream.received["s1"] if f.get("kind") == "decision"]
     assert decisions == [{"kind": "decision", "id": "apr_0001", "ok": False, "why": "no"}]
     assert orjson.dumps(decisions)  # plain JSON
+
+
+async def test_an_answer_the_upstream_never_got_can_be_sent_again() -> None:
+    upstream = DemoUpstream(demo_turn)
+    await upstream.start()
+    async with running_gateway(upstream=upstream.url_template, target=7) as (gw, app):
+        message, _ = await first_turn(gw, "s1")
+        await upstream.aclose()  # the agent's side goes away before the answer
+        response = await post(gw, "s1", continuing(message))
+        assert response.status_code == 502
+        ledger = app.state.gateway.approvals
+        approval_id = message["parts"][1]["approval"]["id"]
+        assert await ledger.lookup("s1", [approval_id]) == ["prt_0001"]  # still answerable

@@ -13,7 +13,7 @@ from websockets.asyncio.server import ServerConnection
 from tests.gateway_harness import ScriptedUpstream, post, running_gateway, user_body
 from tests.helpers import decode_sse, provider_turn
 from translators.dialects.agent_ops_v2 import DIALECT
-from translators.kit import FrameTemplates, NoSettings, build_frames
+from translators.kit import FrameTemplates, NoSettings, TurnInput, build_frames
 
 
 async def asking_agent(ws: ServerConnection, up: ScriptedUpstream, session: str) -> None:
@@ -122,3 +122,39 @@ def test_the_answer_frame_is_templatable_and_absent_without_an_answer() -> None:
     }
     fresh = build_frames(DIALECT.websocket, provider_turn(NoSettings, [user]))
     assert fresh.prompt["type"] == "prompt"
+
+
+def test_answers_of_earlier_steps_are_history_and_full_history_rides_on_the_first_frame() -> None:
+    """Only the last step's answers are new (earlier ones were delivered by an earlier
+    continuation); several answers are one frame each; ``history = "full"`` adds ``messages``."""
+    assert DIALECT.websocket is not None
+
+    def asked(call_id: str, output: str) -> dict:
+        return {
+            "type": "tool-ask_user",
+            "toolCallId": call_id,
+            "state": "output-available",
+            "input": {"question": "?"},
+            "output": output,
+        }
+
+    message = {
+        "id": "a1",
+        "role": "assistant",
+        "parts": [
+            {"type": "step-start"},
+            asked("q1", "old"),
+            {"type": "step-start"},
+            {"type": "text", "text": "two more"},
+            asked("q2", "yes"),
+            asked("q3", "no"),
+        ],
+    }
+    user = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "go"}]}
+    request = provider_turn(NoSettings, [user, message]).request
+    frames = build_frames(DIALECT.websocket, TurnInput(request, "s1", "r1", None, "full"))
+    assert [(f["questionId"], f["answer"]) for f in frames.prompts] == [("q2", "yes"), ("q3", "no")]
+    assert [m["id"] for m in frames.prompts[0]["messages"]] == ["u1", "a1"]
+    assert "messages" not in frames.prompts[1]
+    latest = build_frames(DIALECT.websocket, TurnInput(request, "s1", "r1", None, "latest"))
+    assert "messages" not in latest.prompts[0]

@@ -23,6 +23,8 @@ from tests.gateway_harness import user_body
 from tests.helpers import decode_sse, text_of
 from tests.test_gateway_process import free_port, process
 
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
 WORDS = 60
 EXPECTED = "".join(f"w{i} " for i in range(WORDS))
 LEASE = 1.0
@@ -88,7 +90,7 @@ def slow_recording(path: Path, pause_ms: int = 40) -> Path:
 
 @contextmanager
 def two_gateways(
-    redis_url: str, recording: Path
+    redis_url: str, recording: Path, *extra: str
 ) -> Iterator[tuple[str, str, subprocess.Popen[str]]]:
     up_port, a_port, b_port = free_port(), free_port(), free_port()
     common = (
@@ -104,6 +106,7 @@ def two_gateways(
         str(LEASE),
         "--log-level",
         "warning",
+        *extra,
     )
     with ExitStack() as stack:
         stack.enter_context(
@@ -262,3 +265,52 @@ def test_redis_going_away_mid_turn_does_not_break_the_owners_own_stream(
         assert text_of(decode_sse(body)) == EXPECTED
         for major, verdict in real_clients.check(body).items():
             assert verdict.ok and verdict.finish_reason == "stop", (major, verdict.fatal)
+
+
+def test_an_approval_issued_by_one_instance_is_answered_on_the_other_once(
+    redis_url: str, tmp_path: Path
+) -> None:
+    """The approval ledger lives in Redis with resume = redis: any instance takes the answer,
+    and two answers sent to both instances at once are taken once (the other gets 409)."""
+    recording = tmp_path / "approval.jsonl"
+    frames = (FIXTURES / "agent-ops-v2" / "approval-then-wait.jsonl").read_text().splitlines()
+    recording.write_text("\n".join(frames) + "\n")
+    # the approval comes 1.5 s into each turn: the continuations' re-asks come after the race
+    times = [0, 10, 20, 1500, 1510][: len(frames)]
+    recording.with_suffix(".jsonl.timing").write_text("\n".join(map(str, times)))
+    with two_gateways(redis_url, recording, "--target", "7") as (a, b, _):
+        first = httpx.post(
+            f"{a}/api/sessions/s1/chat", json=user_body("clean up"), timeout=10, trust_env=False
+        )
+        chunks = decode_sse(first.content)
+        (request,) = [c for c in chunks if c["type"] == "tool-approval-request"]
+        message = {
+            "id": chunks[0]["messageId"],
+            "role": "assistant",
+            "parts": [
+                {
+                    "type": "tool-delete_branch",
+                    "toolCallId": request["toolCallId"],
+                    "state": "approval-responded",
+                    "input": {"branch": "feature/old"},
+                    "approval": {"id": request["approvalId"], "approved": True},
+                }
+            ],
+        }
+        body = user_body("clean up")
+        body["messages"].append(message)
+
+        def answer(base: str, session: str, out: list[int]) -> None:
+            url = f"{base}/api/sessions/{session}/chat"
+            out.append(httpx.post(url, json=body, timeout=10, trust_env=False).status_code)
+
+        elsewhere: list[int] = []
+        answer(b, "s2", elsewhere)
+        assert elsewhere == [400]  # another session's approval
+        statuses: list[int] = []
+        racers = [threading.Thread(target=answer, args=(x, "s1", statuses)) for x in (a, b)]
+        for racer in racers:
+            racer.start()
+        for racer in racers:
+            racer.join(15)
+        assert sorted(statuses) == [200, 409]  # issued on a, taken once across both

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Tag
+from pydantic import BaseModel, ConfigDict, Discriminator, StrictBool, Tag
 
 __all__ = [
     "ChatRequest",
@@ -99,7 +99,8 @@ class StepStartPart(_Part):
 
 class ToolApproval(_Part):
     id: str
-    approved: bool | None = None
+    #: Strict: ``"true"`` or ``1`` must not pass for an approval (untrusted input).
+    approved: StrictBool | None = None
     reason: str | None = None
     #: What the server signed the request with (ai 6/7 keep it on the part).
     signature: str | None = None

@@ -191,6 +191,8 @@ async def test_only_approvals_issued_in_the_session_count_and_only_once() -> Non
         malformed = copy.deepcopy(message)
         del malformed["parts"][1]["approval"]["approved"]
         assert (await post(gw, "s1", continuing(malformed))).status_code == 400
+        malformed["parts"][1]["approval"]["approved"] = "true"  # no coercion of a decision
+        assert (await post(gw, "s1", continuing(malformed))).status_code == 400
         assert frames_of(upstream, "s1", "approval") == []  # nothing reached the agent
         accepted = await post(gw, "s1", continuing(message))
         assert accepted.status_code == 200

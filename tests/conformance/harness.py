@@ -73,8 +73,8 @@ class Verdict:
         return [p for p in parts if p.get("type") == part_type]
 
 
-def _run_node(script: Path, payload: list[dict[str, Any]], timeout: float) -> Any:
-    """One Node process for a whole batch: the JSON payload on stdin, JSON back on stdout."""
+def _run_node(script: Path, payload: Any, timeout: float) -> Any:
+    """One Node process (for a whole batch): the JSON payload on stdin, JSON back on stdout."""
     proc = subprocess.run(
         ["node", str(script)],
         input=json.dumps(payload).encode(),
@@ -141,18 +141,7 @@ def chat_loop(
     gateway: send ``text``, answer what the assistant asks (``answers``), let it continue;
     ``{messages, status, error, requests}``."""
     payload = {"api": api, "major": major, "text": text, "answers": answers, "auto": auto}
-    proc = subprocess.run(
-        ["node", str(CHAT_LOOP_SCRIPT)],
-        input=json.dumps(payload).encode(),
-        capture_output=True,
-        timeout=timeout,
-        cwd=HERE,
-        env={**os.environ, "NODE_NO_WARNINGS": "1"},
-        check=False,
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"chat_loop.mjs failed: {proc.stderr.decode()[-2000:]}")
-    result: dict[str, Any] = json.loads(proc.stdout)
+    result: dict[str, Any] = _run_node(CHAT_LOOP_SCRIPT, payload, timeout)
     return result
 
 

@@ -353,10 +353,7 @@ def demo_turn(
         yield from _decided(prompt, turn, pace, aborted)
         return
     if "approve" in text.lower():
-        yield {"type": "message.create", "turnId": turn, "channelType": "web"}
-        for word in _words("I can clean that up, with your permission."):
-            yield {"type": "message.part.text-delta", "turnId": turn, "delta": word}
-            yield Pause(pace)
+        yield from _opening(turn, "I can clean that up, with your permission.", pace)
         yield {
             "type": "message.part.tool-update",
             "turnId": turn,
@@ -369,10 +366,7 @@ def demo_turn(
         }
         return
     if "ask" in text.lower().split() or "ask?" in text.lower():
-        yield {"type": "message.create", "turnId": turn, "channelType": "web"}
-        for word in _words("Before I answer, one question."):
-            yield {"type": "message.part.text-delta", "turnId": turn, "delta": word}
-            yield Pause(pace)
+        yield from _opening(turn, "Before I answer, one question.", pace)
         yield {
             "type": "question",
             "questionId": f"q_{number:04d}",
@@ -417,6 +411,14 @@ def demo_turn(
     yield {"type": "message.finalize", "turnId": turn, "reason": reason}
     yield status("idle")
     yield {"type": "complete"}
+
+
+def _opening(turn: str, text: str, pace: float) -> Iterator[DemoStep]:
+    """A turn's start and its first words, before the agent asks something."""
+    yield {"type": "message.create", "turnId": turn, "channelType": "web"}
+    for word in _words(text):
+        yield {"type": "message.part.text-delta", "turnId": turn, "delta": word}
+        yield Pause(pace)
 
 
 def _answered(

@@ -16,7 +16,8 @@ approval, ai 6 and 7    ``tool-approval-request`` after the tool part (``approva
                         ``approval_secret``); the part is ``approval-requested``. The app answers
                         with ``addToolApprovalResponse({id, approved, reason})``.
 approval, ai 5          ai 5 has no approvals: the *question form* — a :data:`QUESTION_TOOL`
-                        call whose ``toolCallId`` is the approval id and whose input is
+                        call whose ``toolCallId`` is the approval id (``approval-<id>`` when
+                        a tool call already has that id) and whose input is
                         :func:`approval_question` (``options: ["approve", "deny"]`` and an
                         ``approval`` object naming the tool call). Answers:
                         :func:`parse_approval_answer`.

@@ -43,6 +43,16 @@ upstream                              UI chunks
 ``custom_tool_call``,                 a tool call the app runs, announced whole at the item's end
 ``computer_call``,                    (its input is free text or an action, not JSON text):
 ``local_shell_call``                  ``tool-input-available`` with ``input`` / ``action``
+``mcp_approval_request`` item         the provider asks before it calls a remote MCP tool: a
+                                      dynamic ``providerExecuted`` tool ``mcp.<name>`` (its
+                                      arguments as input) and ``tool-approval-request``
+                                      (``approvalId`` = the request id, also the call's id; ai 5:
+                                      the question form); the answer goes back in the next request
+``mcp_call`` item                     the dynamic ``providerExecuted`` tool ``mcp.<name>`` with the
+                                      AI SDK's output ``{type: "call", serverLabel, name,
+                                      arguments, output?, error?}``; a call made after an approval
+                                      (``approval_request_id``) lands on the approval's part.
+                                      ``mcp_list_tools``: nothing
 other ``*_call`` items                a ``providerExecuted`` tool call named after the item type
 (``file_search_call``,                (``file_search``, ``code_interpreter``…); at its end the
 ``code_interpreter_call``…)           item's fields (without ``id``/``type``) as the output
@@ -72,7 +82,9 @@ else); assistant text as an assistant message; reasoning parts that carry
 ``store`` the API cannot resolve a bare item id); the app's tool calls as ``function_call`` +
 ``function_call_output`` items (errors and denials as the output text); provider-executed calls
 are not sent back (the model sees their effect in the text that followed). Calls without an
-answer yet are left out.
+answer yet are left out. The user's decision on an MCP approval request goes back as the AI SDK
+sends it: ``item_reference`` to the stored request, then ``mcp_approval_response
+{approval_request_id, approve, reason?}`` (so it needs ``store``, the API's default).
 
 The recordings in ``fixtures/openai-responses/`` were written from the event shapes of OpenAI's API
 reference and the AI SDK provider's own schemas (this project's CI has no provider key); the
@@ -81,6 +93,7 @@ differential test holds them to what the AI SDK's provider accepts.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Final
 
 import orjson
@@ -114,6 +127,10 @@ USAGE_FIELDS: Final[dict[str, tuple[str, ...]]] = {
 #: Where chunkbridge and ``@ai-sdk/openai`` (Responses) + ``streamText`` + ``toUIMessageStream``
 #: end with different ``UIMessage``\\s for the same stream (tests/test_provider_differential.py).
 AI_SDK_DIFFERENCES: Final[dict[str, str]] = {
+    "mcp-call-on-approval-part": "an `mcp_call` made after an approval (`approval_request_id`) "
+    "is the approval's tool call: we give it the approval's id, so its output lands on the "
+    "part the user approved; the AI SDK maps it the same way only through the prompt's "
+    "provider options, and falls back to the item id (a second part) without them.",
     "error-closes-parts": "`response.failed` or an `error` event mid-stream: the AI SDK leaves "
     "the open text part `streaming` forever; we end open parts before the `error` chunk (the "
     "closing discipline), and the error text keeps OpenAI's code (`server_error: …`).",
@@ -185,7 +202,7 @@ def _output_text(output: Any) -> str:
     return output if isinstance(output, str) else orjson.dumps(output).decode()
 
 
-def _assistant_step(parts: list[Any]) -> list[dict[str, Any]]:
+def _assistant_step(parts: list[Any], answers: Mapping[str, Any]) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     texts: list[str] = []
 
@@ -215,6 +232,20 @@ def _assistant_step(parts: list[Any]) -> list[dict[str, Any]]:
                     }
                 )
             continue
+        answer = answers.get(getattr(part, "toolCallId", ""))
+        if answer is not None:  # the user's decision on an MCP approval request
+            flush_text()
+            # as the AI SDK sends it: the stored request by reference, then the decision
+            items.append({"type": "item_reference", "id": answer.approval_id})
+            response = {
+                "type": "mcp_approval_response",
+                "approval_request_id": answer.approval_id,
+                "approve": answer.approved,
+            }
+            if answer.reason:
+                response["reason"] = answer.reason
+            items.append(response)
+            continue
         if not hasattr(part, "toolCallId") or part.providerExecuted:
             continue
         if part.state not in ("output-available", "output-error", "output-denied"):
@@ -238,9 +269,12 @@ def _assistant_step(parts: list[Any]) -> list[dict[str, Any]]:
     return items
 
 
-def input_from_ui(messages: list[Any], steps: Any) -> list[dict[str, Any]]:
+def input_from_ui(
+    messages: list[Any], steps: Any, answers: Mapping[str, Any] | None = None
+) -> list[dict[str, Any]]:
     """``UIMessage`` history → Responses ``input`` items (see the module docstring).
-    ``steps(message)`` cuts an assistant message at ``step-start``."""
+    ``steps(message)`` cuts an assistant message at ``step-start``; ``answers``: the approval
+    answers of this request by tool call id (``TurnInput.approval_answers``)."""
     items: list[dict[str, Any]] = []
     for message in messages:
         if message.role == "system":
@@ -251,5 +285,5 @@ def input_from_ui(messages: list[Any], steps: Any) -> list[dict[str, Any]]:
                 items.append({"role": "user", "content": content})
             continue
         for step in steps(message):
-            items.extend(_assistant_step(step))
+            items.extend(_assistant_step(step, answers or {}))
     return items

@@ -275,3 +275,47 @@ def test_calls_the_app_runs_with_free_text_input_end_at_input_available() -> Non
     assert available["input"] == "*** Begin" and "providerExecuted" not in available
     assert chunks[-1]["finishReason"] == "tool-calls"
     assert not [c for c in chunks if c["type"].startswith("data-")]
+
+
+class FakeMcpProvider:
+    """Asks to approve a remote MCP call; once answered, makes the call and says something."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+
+    async def responses(self, request: Request) -> Response:
+        body = orjson.loads(await request.body())
+        self.requests.append(body)
+        answered = any(i.get("type") == "mcp_approval_response" for i in body["input"])
+        name = "mcp-call-after-approval" if answered else "mcp-approval-request"
+        frames = (FIXTURES / f"{name}.jsonl").read_text().splitlines()
+        return sse_response([f.encode() for f in frames], 0.001)
+
+
+@pytest.mark.conformance
+@pytest.mark.parametrize("major", [5, 7])
+async def test_an_mcp_approval_round_trips_through_the_real_chat(real_clients, major: int) -> None:
+    """OpenAI asks before calling a remote MCP tool; the chat approves; the next request carries
+    the AI SDK's answer items and the call's output lands on the approved part."""
+    fake = FakeMcpProvider()
+    async with (
+        http_upstream("/v1/responses", fake.responses) as base,
+        running_gateway(upstream=base, dialect="openai-responses", target=major) as (gw, _),
+    ):
+        api = f"{gw}/api/sessions/mcp{major}/chat"
+        answer = {"kind": "approval", "approved": True}
+        result = await real_clients.chat_loop(api, major, "What does useChat do?", [answer])
+    assert result["error"] is None, result
+    assert [m["role"] for m in result["messages"]] == ["user", "assistant"]
+    parts = result["messages"][1]["parts"]
+    (tool,) = [p for p in parts if p.get("toolName") == "mcp.ask_question"]
+    assert tool["state"] == "output-available" and tool["toolCallId"] == "mcpr_68c2a0b3"
+    assert tool["output"]["output"] == "useChat manages chat state and streams UI messages."
+    assert [p["text"] for p in parts if p["type"] == "text"] == [
+        "It manages the chat state and streams messages."
+    ]
+    answer_items = [i for i in fake.requests[1]["input"] if i.get("type")]
+    assert answer_items == [
+        {"type": "item_reference", "id": "mcpr_68c2a0b3"},
+        {"type": "mcp_approval_response", "approval_request_id": "mcpr_68c2a0b3", "approve": True},
+    ]

@@ -74,11 +74,16 @@ def _tool_names(frames: list[str]) -> list[str]:
 
 def _side(verdict: Verdict, generated_tool_ids: bool) -> Side:
     """Ids aside: part ids and source ids are generated on each side, and tool call ids too
-    where the provider sends none (Gemini). A message with no part but ``step-start`` is empty
-    (the client reports no message at all for a stream without content or metadata)."""
+    where the provider sends none (Gemini; an OpenAI MCP approval request, a part with an
+    ``approval``). A message with no part but ``step-start`` is empty (the client reports no
+    message at all for a stream without content or metadata)."""
     dropped = {"id", "sourceId"} | ({"toolCallId"} if generated_tool_ids else set())
     parts = [
-        {k: v for k, v in part.items() if k not in dropped}
+        {
+            k: v
+            for k, v in part.items()
+            if k not in dropped | ({"toolCallId"} if "approval" in part else set())
+        }
         for part in (verdict.message or {}).get("parts", [])
     ]
     if all(part.get("type") == "step-start" for part in parts):
@@ -216,7 +221,20 @@ def _text_split_at_provider_tools(sdk: Side, ours: Side) -> tuple[Side, Side]:
     return joined(sdk), joined(ours)
 
 
+def _mcp_call_on_approval_part(sdk: Side, ours: Side) -> tuple[Side, Side]:
+    """An ``mcp_call`` with ``approval_request_id``: ours lands on the approval's part (that
+    id); the AI SDK, with no approval in the prompt to map it to, uses the item id."""
+
+    def change(part: dict[str, Any]) -> dict[str, Any]:
+        if part.get("type") == "dynamic-tool" and str(part.get("toolName")).startswith("mcp."):
+            part.pop("toolCallId", None)
+        return part
+
+    return _map(sdk, change), _map(ours, change)
+
+
 NORMALIZERS: dict[str, Normalizer] = {
+    "mcp-call-on-approval-part": _mcp_call_on_approval_part,
     "message-start-custom-part": _drop_message_start_custom,
     "provider-tool-input-kept": _provider_tool_input,
     "server-tool-error-text": _server_tool_error_text,

@@ -232,9 +232,11 @@ class StreamGuard:
             signature,
         )
         self.gate.record_conversion("type:tool-approval-request->question", chunk)
+        # its own tool part: named after the approval, unless a call already has that id
+        form_id = approval_id if approval_id not in self.model.tools else f"approval-{approval_id}"
         return {
             "type": "tool-input-available",
-            "toolCallId": approval_id,
+            "toolCallId": form_id,
             "toolName": QUESTION_TOOL,
             "input": question,
         }

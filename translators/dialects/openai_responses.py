@@ -232,6 +232,13 @@ class OpenAIResponsesTranslator(Translator):
             )
         elif kind in _APP_TOOL_ITEMS:
             self._items[item_id] = kind  # announced when complete: its input is not JSON text
+        elif kind == "mcp_approval_request":
+            self._items[item_id] = kind  # announced when complete, with its arguments
+        elif kind == "mcp_list_tools":
+            self.stats["mcp-list-tools"] += 1  # the MCP server's tool list: nothing to show
+        elif kind == "mcp_call":
+            self._items[item_id] = kind
+            out.append({"type": "tool-input-start", **self._mcp_base(item)})
         elif kind.endswith("_call"):
             self._items[item_id] = kind
             flags = self.tool_flags(providerExecuted=True)
@@ -273,6 +280,10 @@ class OpenAIResponsesTranslator(Translator):
             return [*out, *done]
         if kind in _APP_TOOL_ITEMS:
             return self._app_tool_done(kind, item)
+        if kind == "mcp_approval_request":
+            return self._mcp_approval(item)
+        if kind == "mcp_call":
+            return self._mcp_call(item)
         if kind is not None and kind.endswith("_call"):
             return self._provider_tool_done(kind, item_id, item)
         return []
@@ -296,6 +307,56 @@ class OpenAIResponsesTranslator(Translator):
                 "type": "tool-input-available",
                 **base,
                 "input": item.get(input_field),
+                "providerMetadata": meta,
+            },
+        ]
+
+    def _mcp_base(self, item: dict[str, Any]) -> dict[str, Any]:
+        """A remote MCP tool's part, as the AI SDK names it: ``mcp.<name>``, dynamic, run by the
+        provider; a call made after an approval continues the approval's part (its id)."""
+        call_id = item.get("approval_request_id") or item["id"]
+        name = item.get("name") if isinstance(item.get("name"), str) else "unknown"
+        flags = self.tool_flags(providerExecuted=True)
+        return {"toolCallId": call_id, "toolName": f"mcp.{name}", **flags, "dynamic": True}
+
+    def _mcp_input(self, item: dict[str, Any]) -> Any:
+        arguments = item.get("arguments")
+        try:
+            return orjson.loads(arguments) if isinstance(arguments, str) else arguments
+        except orjson.JSONDecodeError:
+            return arguments
+
+    def _mcp_approval(self, item: dict[str, Any]) -> list[Chunk]:
+        """The provider asks before it calls a remote MCP tool (``require_approval``)."""
+        base = self._mcp_base({**item, "approval_request_id": None})
+        approval_id = item.get("approval_request_id") or item["id"]
+        base["toolCallId"] = approval_id
+        return [
+            {"type": "tool-input-start", **base},
+            {"type": "tool-input-available", **base, "input": self._mcp_input(item)},
+            {"type": "tool-approval-request", "approvalId": approval_id, "toolCallId": approval_id},
+        ]
+
+    def _mcp_call(self, item: dict[str, Any]) -> list[Chunk]:
+        base = self._mcp_base(item)
+        output: dict[str, Any] = {
+            "type": "call",
+            "serverLabel": item.get("server_label"),
+            "name": item.get("name"),
+            "arguments": item.get("arguments"),
+        }
+        for key in ("output", "error"):
+            if item.get(key) is not None:
+                output[key] = item[key]
+        meta = {_PROVIDER: {"itemId": item["id"]}}
+        call_id, flags = base["toolCallId"], {k: v for k, v in base.items() if k != "toolName"}
+        return [
+            {"type": "tool-input-available", **base, "input": self._mcp_input(item)},
+            {
+                "type": "tool-output-available",
+                **flags,
+                "toolCallId": call_id,
+                "output": output,
                 "providerMetadata": meta,
             },
         ]
@@ -480,7 +541,8 @@ def _tools(settings: OpenAIResponsesSettings) -> list[dict[str, Any]]:
 def request_body(turn: TurnInput) -> dict[str, Any]:
     settings: OpenAIResponsesSettings = turn.settings or OpenAIResponsesSettings()
     messages = turn.request.messages
-    items = spec.input_from_ui(messages, steps_of)
+    answers = {a.tool_call_id: a for a in turn.approval_answers}
+    items = spec.input_from_ui(messages, steps_of, answers)
     if not items:
         raise RequestRejected("The request has no message to send.")
     body: dict[str, Any] = {"model": settings.model, "stream": True}

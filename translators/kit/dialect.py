@@ -223,9 +223,10 @@ class TurnInput:
                     )
                 called = next((p for p in every if p.toolCallId == call_id), None)
                 signature = form.get("signature")
+                approval_id = form.get("approvalId")
                 out.append(
                     ApprovalAnswer(
-                        part.toolCallId,
+                        approval_id if isinstance(approval_id, str) else part.toolCallId,
                         call_id,
                         name,
                         decision[0],

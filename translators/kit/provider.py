@@ -21,6 +21,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from protocol_specs.chat_request import UIMessage
+from protocol_specs.human_in_the_loop import QUESTION_TOOL, is_approval_question
 from translators.core.turn import Chunk
 from translators.kit.dialect import RequestRejected, TurnInput
 
@@ -88,9 +89,15 @@ def system_prompt(settings: ProviderSettings, messages: list[UIMessage]) -> str:
 
 def steps_of(message: UIMessage) -> Iterator[list[Any]]:
     """An assistant message's parts cut at ``step-start``: one list per model call, since a
-    provider sees each call's output and the tool results that followed it as their own turns."""
+    provider sees each call's output and the tool results that followed it as their own turns.
+    An approval's question form (ai 5) is the gateway's, never the model's: left out (the
+    decision reaches the provider through ``TurnInput.approval_answers``)."""
     step: list[Any] = []
     for part in message.parts:
+        if getattr(part, "tool_name", None) == QUESTION_TOOL and is_approval_question(
+            getattr(part, "input", None)
+        ):
+            continue
         if getattr(part, "type", None) == "step-start":
             if step:
                 yield step

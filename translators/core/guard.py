@@ -102,7 +102,7 @@ class StreamGuard:
         # Named after the continued message, if any: its start must not reset the known tools.
         self.model = ClientModel(major=target, message_id=message_id or "")
         self.model.seed(known_tools)
-        #: Calls whose approval the app denied: ``tool-output-denied`` right after ``start``.
+        #: Calls whose approval the app denied: ``tool-output-denied`` in the first step.
         self._denied = tuple(denied_calls)
         self._sign_approval = sign_approval
         self._on_approval = on_approval

@@ -9,8 +9,10 @@ names a dialect itself. The description says everything the gateway needs:
   with the scheme of its ``upstream`` URL:
 
   - :class:`WebSocketContract` (``ws://``, ``wss://``): the frame that starts a turn (and the one
-    for a regenerate), the frame that aborts it; the gateway opens one socket per turn, sends
-    the prompt frame and reads one upstream event per message;
+    for a regenerate), the frame that aborts it, and the frames that carry the app's answers to
+    the agent's questions and approvals (a continuation sends those instead of a prompt); the
+    gateway opens one socket per turn, sends the prompt (or answer) frames and reads one
+    upstream event per message;
   - :class:`HttpSseContract` (``http://``, ``https://``): the request that starts a turn (path
     under the upstream URL, headers such as the API key, JSON body built from the ``UIMessage``
     history, model and options), and how a refused request reads as a frame; the gateway POSTs

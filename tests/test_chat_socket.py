@@ -120,3 +120,43 @@ async def test_tokens_by_query_cookie_or_subprotocol_and_refusals() -> None:
                 with pytest.raises(ConnectionClosed):
                     await ws.recv()
                 assert ws.close_code == 1003
+
+
+@pytest.mark.conformance
+async def test_an_approval_answered_over_the_socket_continues_the_message() -> None:
+    """The two-request sequence on the ai 7 WebSocket transport: the approval request, then the
+    continuation carrying the decision (the demo's agent-ops backend)."""
+    from gateway.upstreams import DemoUpstream
+    from translators.dialects.agent_ops_v2 import demo_turn
+
+    demo = DemoUpstream(demo_turn)
+    await demo.start()
+    try:
+        async with running_gateway(upstream=demo.url_template, target=7) as (gw, _):
+            first = messages("approve")
+            (asked,) = await run_transport(
+                ws_url(gw, "ws-a"), [{"action": "send", "chatId": "c", "messages": first}]
+            )
+            assert asked["finishReason"] == "tool-calls", asked
+            message = asked["message"]
+            (tool,) = [p for p in message["parts"] if p["type"] == "tool-delete_branch"]
+            assert tool["state"] == "approval-requested"
+            tool["state"] = "approval-responded"  # what addToolApprovalResponse does
+            tool["approval"] |= {"approved": True}
+            (done,) = await run_transport(
+                ws_url(gw, "ws-a"),
+                [
+                    {
+                        "action": "send",
+                        "chatId": "c",
+                        "messages": [*first, message],
+                        "continues": message,
+                    }
+                ],
+            )
+    finally:
+        await demo.aclose()
+    assert done.get("failure") is None and done["finishReason"] == "stop", done
+    (tool,) = [p for p in done["message"]["parts"] if p["type"] == "tool-delete_branch"]
+    assert tool["state"] == "output-available", tool
+    assert [f["type"] for f in demo.received["ws-a"]] == ["prompt", "approval"]

@@ -1,7 +1,8 @@
 // Drives the AI SDK 7 WebSocketChatTransport (the real one, with the `ws` package as Node 20's
 // WebSocket) against the gateway's /chat/ws endpoint and reports what the client built.
 //
-// Input (stdin): {url, steps: [{action: "send" | "resume", chatId, messages?, stopAfter?}]}
+// Input (stdin): {url, steps: [{action: "send" | "resume", chatId, messages?, stopAfter?,
+//   continues?}]}  continues: the assistant message a send continues (the chat builds on it).
 //   all steps run on ONE transport (one socket, requests multiplexed when they overlap: steps
 //   with "parallel": true start together). stopAfter: abort the request after N chunks.
 // Output (stdout): [{chunks, finishReason, errorText, message}] per step.
@@ -36,7 +37,8 @@ async function runStep(step) {
         if (step.stopAfter && result.chunks >= step.stopAfter) controller.abort();
       },
     }));
-    for await (const message of readUIMessageStream({ stream: tapped })) result.message = message;
+    const message = step.continues ? structuredClone(step.continues) : undefined;
+    for await (const m of readUIMessageStream({ stream: tapped, message })) result.message = m;
   } catch (error) {
     result.failure = String(error);
   }

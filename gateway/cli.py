@@ -8,9 +8,11 @@ it in-process. Exit codes: 0 success, 1 the checked thing is wrong (invalid stre
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from protocol_specs.ui_message_stream import ALL_MAJORS, DEFAULT_TARGET
 
@@ -33,6 +35,19 @@ def _read_input(path: str) -> bytes:
     return Path(path).read_bytes()
 
 
+def _continued(path: str) -> tuple[str, list[Any]]:
+    """The id and the tool parts of the assistant message a body continues (a UIMessage JSON
+    file, e.g. the previous response's message as the client holds it)."""
+    from protocol_specs.chat_request import ChatRequest
+    from translators.kit import TurnInput
+
+    message = json.loads(Path(path).read_text())
+    if not isinstance(message, dict) or message.get("role") != "assistant":
+        raise ValueError("not an assistant UIMessage")
+    request = ChatRequest.model_validate({"messages": [message]})
+    return str(message.get("id") or ""), TurnInput(request, "", "").known_tool_calls()
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     from translators.core.validator import validate_sse
 
@@ -41,7 +56,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"chunkbridge validate: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
         return 2
-    report = validate_sse(body, args.target)
+    message_id = ""
+    known: list[Any] = []
+    if args.continues:
+        try:
+            message_id, known = _continued(args.continues)
+        except (OSError, ValueError) as exc:
+            print(f"chunkbridge validate: --continues {args.continues}: {exc}", file=sys.stderr)
+            return 2
+    report = validate_sse(body, args.target, continued_message_id=message_id, known_tools=known)
     if args.json:
         import orjson
 
@@ -77,6 +100,12 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("file", metavar="FILE.sse", help="SSE body to check, or - for stdin")
     _target(validate)
     validate.add_argument("--json", action="store_true", help="print the report as JSON")
+    validate.add_argument(
+        "--continues",
+        metavar="MESSAGE.json",
+        help="the assistant UIMessage the body continues (a continuation after a tool output "
+        "or an approval): its tool parts may be referred to",
+    )
     validate.add_argument("-q", "--quiet", action="store_true", help="do not print warnings")
     validate.set_defaults(func=cmd_validate)
 

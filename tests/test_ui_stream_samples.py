@@ -70,3 +70,39 @@ def test_validate_reads_stdin_and_warns() -> None:
     )
     assert proc.returncode == 0
     assert b"drops it silently" in proc.stdout
+
+
+def test_validate_judges_a_continuation_against_the_message_it_continues(tmp_path: Path) -> None:
+    """A continuation's output for a tool part of the continued message is fine there, and
+    unknown on its own."""
+    body = (
+        'data: {"type":"start","messageId":"m1"}\n\n'
+        'data: {"type":"start-step"}\n\n'
+        'data: {"type":"tool-output-denied","toolCallId":"c1"}\n\n'
+        'data: {"type":"finish"}\n\ndata: [DONE]\n\n'
+    )
+    sse = tmp_path / "continuation.sse"
+    sse.write_text(body)
+    message = {
+        "id": "m1",
+        "role": "assistant",
+        "parts": [
+            {
+                "type": "tool-rm",
+                "toolCallId": "c1",
+                "state": "approval-responded",
+                "input": {},
+                "approval": {"id": "a1", "approved": False},
+            }
+        ],
+    }
+    continued = tmp_path / "message.json"
+    continued.write_text(json.dumps(message))
+    run = [sys.executable, "-m", "gateway", "validate", "--target", "7", str(sse)]
+    alone = subprocess.run(run, capture_output=True, text=True)
+    assert alone.returncode == 1 and "line 5" in alone.stdout
+    joined = subprocess.run([*run, "--continues", str(continued)], capture_output=True, text=True)
+    assert joined.returncode == 0, joined.stdout + joined.stderr
+    continued.write_text('{"role": "user", "parts": []}')
+    wrong = subprocess.run([*run, "--continues", str(continued)], capture_output=True, text=True)
+    assert wrong.returncode == 2 and "assistant" in wrong.stderr

@@ -15,11 +15,12 @@ lines the client ignores, a second ``start``.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from protocol_specs.ui_message_stream import SSE_DONE, schema_errors, unknown_keys
-from translators.core.client_model import ClientModel
+from translators.core.client_model import ClientModel, KnownToolCall
 from translators.core.sse_codec import SseDecoder, SseEvent
 
 __all__ = ["Finding", "ValidationReport", "validate_sse"]
@@ -79,9 +80,15 @@ def _chunk_type(data: str) -> Any:
 
 
 def validate_sse(
-    body: bytes | str, target: int, *, continued_message_id: str = ""
+    body: bytes | str,
+    target: int,
+    *,
+    continued_message_id: str = "",
+    known_tools: Sequence[KnownToolCall] = (),
 ) -> ValidationReport:
-    """Check a whole SSE body for ``target`` (5, 6 or 7). Never raises on bad input."""
+    """Check a whole SSE body for ``target`` (5, 6 or 7). Never raises on bad input. A
+    continuation (spec §5.4) is checked against the message it continues: its id and its tool
+    parts (``known_tools``), which the body may refer to."""
     report = ValidationReport(target)
     decoder = SseDecoder()
     events = decoder.decode_bytes(body) if isinstance(body, bytes) else decoder.decode(body)
@@ -89,7 +96,9 @@ def validate_sse(
     for line, name in decoder.ignored_fields:
         if name not in ("id", "retry", "event"):
             report.warnings.append(Finding(line, f"field {name!r} is ignored by the client"))
-    _check_events(events, report, ClientModel(major=target, message_id=continued_message_id))
+    model = ClientModel(major=target, message_id=continued_message_id)
+    model.seed(known_tools)
+    _check_events(events, report, model)
     if dangling is not None:
         report.warnings.append(
             Finding(

@@ -45,6 +45,13 @@ class Metrics:
         self.unknown_events = Counter(
             "chunkbridge_unknown_events", "Upstream events with no mapping", registry=registry
         )
+        self.approvals = Counter(
+            "chunkbridge_approvals",
+            "Tool approvals: requested of the app, approved, denied, refused (not issued in "
+            "the session, already answered, a bad signature)",
+            ["event"],
+            registry=registry,
+        )
         self.stream_outcomes = Counter(
             "chunkbridge_stream_outcomes", "Streams by close reason", ["reason"], registry=registry
         )

@@ -9,11 +9,12 @@ from typing import Any
 
 from gateway.approvals import claim_answers
 from gateway.driver import TurnDriver
-from gateway.errors import BadRequest
+from gateway.errors import BadRequest, GatewayError
 from gateway.state import GatewayState
 from gateway.streaming import ChatStream
 from protocol_specs.chat_request import ChatRequest
 from protocol_specs.human_in_the_loop import approval_signature
+from translators.core.guard import IssuedApproval
 from translators.core.turn import Turn, TurnOptions
 from translators.kit import RequestRejected, Translator, TurnInput
 
@@ -48,7 +49,13 @@ async def open_turn(
         except RequestRejected as exc:
             raise BadRequest(exc.client_message) from exc
         # the first request with an answer wins; the upstream hears only checked answers
-        await claim_answers(state.approvals, session_id, approvals, config.approval_secret)
+        try:
+            await claim_answers(state.approvals, session_id, approvals, config.approval_secret)
+        except GatewayError:
+            state.metrics.approvals.labels("refused").inc(len(approvals))
+            raise
+        for answer in approvals:
+            state.metrics.approvals.labels("approved" if answer.approved else "denied").inc()
         try:
             upstream = await state.connector.open(turn_input, forward)
         except BaseException as exc:
@@ -75,7 +82,7 @@ async def open_turn(
             known_tools=turn_input.known_tool_calls(),
             denied_calls=[a.tool_call_id for a in approvals if not a.approved],
             sign_approval=functools.partial(approval_signature, secret) if secret else None,
-            on_approval=functools.partial(state.approvals.issue, session_id),
+            on_approval=functools.partial(_issue, state, session_id),
         ),
     )
     driver = TurnDriver(
@@ -109,6 +116,12 @@ async def open_turn(
         stream.log = resume.begin(key, stream)
     state.streams.add(stream)
     return stream
+
+
+def _issue(state: GatewayState, session_id: str, approval: IssuedApproval) -> None:
+    """An approval the stream requests: into the ledger (answers are accepted only for it)."""
+    state.approvals.issue(session_id, approval)
+    state.metrics.approvals.labels("requested").inc()
 
 
 def log_stream_end(
@@ -147,6 +160,7 @@ def log_stream_end(
         malformed_events=translator.stats.get("malformed-event", 0),
         guard_repairs=sum(turn.guard.repairs.values()),
         conversions=sum(turn.guard.gate.conversions.values()),
+        approvals_requested=len(turn.guard.approvals_issued),
         client_disconnected=stream.client_disconnected,
         error=error,
     )

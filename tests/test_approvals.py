@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import httpx
 import orjson
 import pytest
 
@@ -249,3 +250,22 @@ async def test_an_answer_the_upstream_never_got_can_be_sent_again() -> None:
         ledger = app.state.gateway.approvals
         approval_id = message["parts"][1]["approval"]["id"]
         assert await ledger.lookup("s1", [approval_id]) == ["prt_0001"]  # still answerable
+
+
+async def test_approvals_are_counted_and_logged(capsys: pytest.CaptureFixture[str]) -> None:
+    async with demo_gateway(target=7) as (gw, _):
+        message, _ = await first_turn(gw, "s1")
+        forged = copy.deepcopy(message)
+        forged["parts"][1]["approval"]["id"] = "apr_made_up"
+        assert (await post(gw, "s1", continuing(forged))).status_code == 400
+        assert (await post(gw, "s1", continuing(message))).status_code == 200
+        async with httpx.AsyncClient(trust_env=False) as client:
+            metrics = (await client.get(f"{gw}/metrics")).text
+    for line in (
+        'chunkbridge_approvals_total{event="requested"} 1.0',
+        'chunkbridge_approvals_total{event="refused"} 1.0',
+        'chunkbridge_approvals_total{event="approved"} 1.0',
+    ):
+        assert line in metrics, line
+    logged = capsys.readouterr().out
+    assert "approvals_requested=1" in logged and "request.rejected" in logged

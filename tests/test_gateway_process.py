@@ -240,6 +240,27 @@ def test_the_demo_asks_on_cue_and_continues_with_the_answer(real_clients) -> Non
         assert verdict.ok and "You chose **blue**" in verdict.text(), (major, verdict.fatal)
 
 
+def test_the_ag_ui_demo_asks_for_an_approval_on_cue(real_clients) -> None:
+    """`make demo DIALECT=ag-ui`: "approve" stops the run at an interrupt on its tool call; the
+    real ai 7 chat approves it and the next run resumes with the decision."""
+    from tests.conformance.harness import chat_loop
+
+    port = free_port()
+    args = ("demo", "--dialect", "ag-ui", "--target", "7", "--port", str(port))
+    with process(*args, ready_url=f"http://127.0.0.1:{port}/healthz"):
+        base = f"http://127.0.0.1:{port}"
+        answer = {"kind": "approval", "approved": True}
+        result = chat_loop(f"{base}/api/sessions/agui-a/chat", 7, "approve it", [answer])
+        log = httpx.get(f"{base}/demo/upstream-events/agui-a", trust_env=False).json()
+    assert result["error"] is None, result
+    (tool,) = [p for p in result["messages"][1]["parts"] if p["type"] == "tool-archive_chat"]
+    assert tool["state"] == "output-available" and tool["output"] == {"archived": True}
+    resumed = [r["resume"] for r in log["received"] if r.get("resume")]
+    assert resumed == [
+        [{"interruptId": "int-call-1", "status": "resolved", "payload": {"approved": True}}]
+    ]
+
+
 @pytest.mark.parametrize(
     "dialect", ["anthropic-messages", "openai-responses", "gemini", "ag-ui", "pi-agent"]
 )

@@ -38,7 +38,7 @@ e2e: install
 
 # agent-ops-v2's demo by default; DIALECT=anthropic-messages (ag-ui, gemini…) plays another's.
 demo: install
-	$(BIN)/chunkbridge demo --dialect $(or $(DIALECT),agent-ops-v2)
+	$(BIN)/chunkbridge demo --dialect $(or $(DIALECT),agent-ops-v2) --target $(or $(TARGET),5)
 
 # ruff (style, sans-I/O imports), mypy --strict, import-linter (the core imports no dialect…).
 lint: install

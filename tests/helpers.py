@@ -103,3 +103,13 @@ def provider_turn(
     dialect's settings."""
     request = ChatRequest.model_validate({"id": "c1", "messages": messages, **(body or {})})
     return TurnInput(request, "s1", "run-1", settings_model(**settings))
+
+
+def chat_reply(result: dict[str, Any]) -> dict[str, Any]:
+    """The one assistant message of a ``chat_loop`` run (a second one would be a duplicate),
+    after checking the chat ended ready without an error."""
+    assert result["error"] is None and result["status"] == "ready", result
+    roles = [m["role"] for m in result["messages"]]
+    assert roles == ["user", "assistant"], roles
+    message: dict[str, Any] = result["messages"][1]
+    return message

@@ -19,7 +19,7 @@ import pytest
 from gateway.upstreams import DemoUpstream
 from protocol_specs.human_in_the_loop import approval_signature
 from tests.gateway_harness import post, running_gateway, user_body
-from tests.helpers import decode_sse
+from tests.helpers import chat_reply, decode_sse
 from translators.dialects.agent_ops_v2 import DEMO_GATED_ARGS, demo_turn
 
 pytestmark = pytest.mark.conformance
@@ -40,15 +40,6 @@ def frames_of(upstream: DemoUpstream, session: str, kind: str) -> list[dict[str,
     return [f for f in upstream.received[session] if f.get("type") == kind]
 
 
-def assistant(result: dict[str, Any]) -> dict[str, Any]:
-    """The chat's one assistant message (a second one would be a duplicate)."""
-    assert result["error"] is None and result["status"] == "ready", result
-    roles = [m["role"] for m in result["messages"]]
-    assert roles == ["user", "assistant"], roles
-    message: dict[str, Any] = result["messages"][1]
-    return message
-
-
 def texts(message: dict[str, Any]) -> list[str]:
     return [p["text"] for p in message["parts"] if p["type"] == "text"]
 
@@ -61,7 +52,7 @@ async def test_a_question_answered_in_the_chat_continues_the_same_message(
         api = f"{gw}/api/sessions/q{major}/chat"
         answers = [{"kind": "question", "output": "green"}]
         result = await real_clients.chat_loop(api, major, "ask me", answers)
-    message = assistant(result)
+    message = chat_reply(result)
     assert texts(message) == [
         "Before I answer, one question.",
         "You chose **green**: a fine choice.",
@@ -84,7 +75,7 @@ async def test_an_approved_tool_runs_and_its_output_lands_on_the_same_part(
         api = f"{gw}/api/sessions/a{major}/chat"
         answers = [{"kind": "approval", "approved": True}]
         result = await real_clients.chat_loop(api, major, "please approve a cleanup", answers)
-    message = assistant(result)
+    message = chat_reply(result)
     (tool,) = [p for p in message["parts"] if p["type"] == "tool-delete_branch"]
     assert tool["state"] == "output-available", tool
     assert tool["input"] == DEMO_GATED_ARGS
@@ -110,7 +101,7 @@ async def test_a_denied_tool_ends_output_denied_and_the_agent_goes_on(
         api = f"{gw}/api/sessions/d{major}/chat"
         answers = [{"kind": "approval", "approved": False, "reason": "not today"}]
         result = await real_clients.chat_loop(api, major, "approve?", answers)
-    message = assistant(result)
+    message = chat_reply(result)
     (tool,) = [p for p in message["parts"] if p["type"] == "tool-delete_branch"]
     if major >= 6:
         assert tool["state"] == "output-denied", tool
@@ -131,7 +122,7 @@ async def test_sendautomaticallywhen_sends_the_approval_continuation(real_client
         api = f"{gw}/api/sessions/auto/chat"
         answers = [{"kind": "approval", "approved": True}]
         result = await real_clients.chat_loop(api, 7, "approve", answers, auto=True)
-    message = assistant(result)
+    message = chat_reply(result)
     (tool,) = [p for p in message["parts"] if p["type"] == "tool-delete_branch"]
     assert tool["state"] == "output-available"
     assert len(frames_of(upstream, "auto", "approval")) == 1

@@ -14,7 +14,7 @@ import pytest
 from websockets.asyncio.server import ServerConnection
 
 from tests.gateway_harness import ScriptedUpstream, running_gateway
-from tests.helpers import provider_turn
+from tests.helpers import chat_reply, provider_turn
 from translators.dialects.pi_agent import DIALECT
 from translators.kit import NoSettings, build_frames
 
@@ -90,9 +90,7 @@ async def test_a_confirm_on_a_running_tool_is_its_approval(
             api = f"{gw}/api/sessions/p{major}/chat"
             answer = {"kind": "approval", "approved": approved}
             result = await real_clients.chat_loop(api, major, "clean the build", [answer])
-    assert result["error"] is None, result
-    assert [m["role"] for m in result["messages"]] == ["user", "assistant"]
-    parts = result["messages"][1]["parts"]
+    parts = chat_reply(result)["parts"]
     (tool,) = [p for p in parts if p["type"] == "tool-bash"]
     if approved:
         assert tool["state"] == "output-available", tool
@@ -112,8 +110,7 @@ async def test_a_select_dialog_is_a_question_answered_with_its_value(real_client
             api = f"{gw}/api/sessions/sel/chat"
             answers = [{"kind": "question", "output": "rebase"}]
             result = await real_clients.chat_loop(api, 7, "merge my branch", answers)
-    assert result["error"] is None, result
-    parts = result["messages"][1]["parts"]
+    parts = chat_reply(result)["parts"]
     (question,) = [p for p in parts if p["type"] == "tool-ask_user"]
     assert question["input"]["options"] == ["rebase", "merge"]
     assert [p["text"] for p in parts if p["type"] == "text"][-1] == " Going with rebase."

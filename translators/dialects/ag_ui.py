@@ -203,9 +203,7 @@ class AgUiTranslator(Translator):
                 for k in ("reason", "responseSchema", "expiresAt", "metadata", "toolCallId")
                 if interrupt.get(k) is not None
             }
-            base = {"toolCallId": interrupt["id"], "toolName": QUESTION_TOOL, **self.tool_flags()}
-            out.append({"type": "tool-input-start", **base})
-            out.append({"type": "tool-input-available", **base, "input": question})
+            out += self.question(interrupt["id"], question)
         return out
 
     def _on_run_error(self, event: dict[str, Any]) -> Sequence[Item]:

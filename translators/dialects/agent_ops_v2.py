@@ -265,11 +265,9 @@ class AgentOpsV2Translator(Translator):
         if not isinstance(question_id, str) or not question_id:
             question_id = self.ids("question")
         data = {k: v for k, v in event.items() if k != "type"}
-        base = {"toolCallId": question_id, "toolName": QUESTION_TOOL, **self.tool_flags()}
         return [
             *self.end_parts(),
-            {"type": "tool-input-start", **base},
-            {"type": "tool-input-available", **base, "input": data},
+            *self.question(question_id, data),
             CloseRequest(CloseReason.COMPLETED, finish_reason="tool-calls"),
         ]
 

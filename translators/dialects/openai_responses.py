@@ -328,9 +328,8 @@ class OpenAIResponsesTranslator(Translator):
 
     def _mcp_approval(self, item: dict[str, Any]) -> list[Chunk]:
         """The provider asks before it calls a remote MCP tool (``require_approval``)."""
-        base = self._mcp_base({**item, "approval_request_id": None})
-        approval_id = item.get("approval_request_id") or item["id"]
-        base["toolCallId"] = approval_id
+        base = self._mcp_base(item)
+        approval_id = base["toolCallId"]  # the call's id is the approval's
         return [
             {"type": "tool-input-start", **base},
             {"type": "tool-input-available", **base, "input": self._mcp_input(item)},
@@ -349,16 +348,10 @@ class OpenAIResponsesTranslator(Translator):
             if item.get(key) is not None:
                 output[key] = item[key]
         meta = {_PROVIDER: {"itemId": item["id"]}}
-        call_id, flags = base["toolCallId"], {k: v for k, v in base.items() if k != "toolName"}
+        flags = {k: v for k, v in base.items() if k != "toolName"}  # toolCallId included
         return [
             {"type": "tool-input-available", **base, "input": self._mcp_input(item)},
-            {
-                "type": "tool-output-available",
-                **flags,
-                "toolCallId": call_id,
-                "output": output,
-                "providerMetadata": meta,
-            },
+            {"type": "tool-output-available", **flags, "output": output, "providerMetadata": meta},
         ]
 
     def _end_message(self, item_id: str) -> list[Chunk]:

@@ -371,9 +371,7 @@ class PiAgentTranslator(Translator):
             question = {"question": title or message or "The agent needs your input.", **fields}
             if method == "confirm":
                 question.setdefault("options", ["yes", "no"])
-            base = {"toolCallId": request_id, "toolName": QUESTION_TOOL, **self.tool_flags()}
-            out.append({"type": "tool-input-start", **base})
-            out.append({"type": "tool-input-available", **base, "input": question})
+            out += self.question(request_id, question)
         out.append(CloseRequest(CloseReason.COMPLETED, finish_reason="tool-calls"))
         return out
 

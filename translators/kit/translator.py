@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, ClassVar
 
+from protocol_specs.human_in_the_loop import QUESTION_TOOL
 from protocol_specs.ui_message_stream import DATA_PREFIX
 from translators.core.closing import CloseReason, CloseRequest
 from translators.core.turn import Chunk, Item
@@ -310,3 +311,13 @@ class Translator:
         if self.options.dynamic_tools:
             flags["dynamic"] = True
         return flags
+
+    def question(self, question_id: str, question: dict[str, Any]) -> list[Chunk]:
+        """The agent asks the app: the client-side ``ask_user`` call (``toolCallId`` = the
+        question's id, ``input`` = its fields) that ends at ``input-available``
+        (``protocol_specs/human_in_the_loop.py``). The caller ends the turn (``tool-calls``)."""
+        base = {"toolCallId": question_id, "toolName": QUESTION_TOOL, **self.tool_flags()}
+        return [
+            {"type": "tool-input-start", **base},
+            {"type": "tool-input-available", **base, "input": question},
+        ]

@@ -17,7 +17,7 @@ import contextlib
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 import orjson
@@ -43,9 +43,6 @@ from gateway.errors import (
 from gateway.resume import ResumeResponse
 from gateway.state import RETRY_AFTER_DRAINING, SESSION_ID, GatewayState
 from gateway.turns import open_turn
-
-if TYPE_CHECKING:
-    pass
 from protocol_specs.chat_request import ChatRequest
 
 __all__ = ["GatewayState", "create_app", "open_turn"]  # state and opening re-exported

@@ -30,7 +30,6 @@ __all__ = [
     "MemoryApprovalLedger",
     "RedisApprovalLedger",
     "claim_answers",
-    "verify_answers",
 ]
 
 #: What an answered approval's entry becomes (kept until it expires, to tell a replay from a
@@ -170,17 +169,17 @@ async def claim_answers(
     answers: Sequence[ApprovalAnswer],
     secret: str | None,
 ) -> None:
-    """Verify the answers (:func:`verify_answers`) and claim them: the first request with an
+    """Verify the answers (:func:`_verify`) and claim them: the first request with an
     answer wins, a concurrent or later one gets 409. Undo with ``ledger.release`` when the
     upstream never heard of them."""
     if not answers:
         return
-    await verify_answers(ledger, session_id, answers, secret)
+    await _verify(ledger, session_id, answers, secret)
     if not await ledger.claim(session_id, answers):
         raise ApprovalAlreadyAnswered(detail="answered concurrently")
 
 
-async def verify_answers(
+async def _verify(
     ledger: ApprovalLedger,
     session_id: str,
     answers: Sequence[ApprovalAnswer],
@@ -188,8 +187,6 @@ async def verify_answers(
 ) -> None:
     """Raise unless every answer is to an approval this gateway issued in this session for that
     tool call, still unanswered, and (with a secret) signed by it."""
-    if not answers:
-        return
     issued = await ledger.lookup(session_id, [a.approval_id for a in answers])
     for answer, call_id in zip(answers, issued, strict=True):
         if call_id == _ANSWERED:

@@ -46,24 +46,22 @@ async def open_turn(
         )
         try:
             approvals = turn_input.approval_answers
+            # the first request with an answer wins; the upstream hears only checked answers
+            try:
+                await claim_answers(state.approvals, session_id, approvals, config.approval_secret)
+            except GatewayError:
+                state.metrics.approvals.labels("refused").inc(len(approvals))
+                raise
+            try:
+                upstream = await state.connector.open(turn_input, forward)
+            except BaseException:
+                if approvals:  # it never heard of them: they may be sent again
+                    await state.approvals.release(session_id, approvals)
+                raise
         except RequestRejected as exc:
             raise BadRequest(exc.client_message) from exc
-        # the first request with an answer wins; the upstream hears only checked answers
-        try:
-            await claim_answers(state.approvals, session_id, approvals, config.approval_secret)
-        except GatewayError:
-            state.metrics.approvals.labels("refused").inc(len(approvals))
-            raise
-        for answer in approvals:
+        for answer in approvals:  # delivered
             state.metrics.approvals.labels("approved" if answer.approved else "denied").inc()
-        try:
-            upstream = await state.connector.open(turn_input, forward)
-        except BaseException as exc:
-            if approvals:  # it never heard of them: they may be sent again
-                await state.approvals.release(session_id, approvals)
-            if isinstance(exc, RequestRejected):
-                raise BadRequest(exc.client_message) from exc
-            raise
     except BaseException:
         state.release_turn(session_id)
         if resume is not None:

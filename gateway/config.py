@@ -121,6 +121,14 @@ class GatewayConfig(BaseModel):
         description="at most one write per client per this many s: frames arriving sooner "
         "after a write are held and sent together (0: never hold)",
     )
+    question_settle: float = Field(
+        0.5,
+        gt=0,
+        le=60,
+        description="after the agent asks the user (a question, a tool approval), this much "
+        "upstream silence ends the turn waiting for the answer; an agent that goes on streams "
+        "into the same message, s",
+    )
     drain_timeout: float = Field(10.0, ge=0, description="SIGTERM: seconds streams get to end")
     workers: int = Field(
         1,

@@ -58,6 +58,9 @@ class DriverSettings:
     keepalive_interval: float
     #: Seconds between two writes of upstream data at least (see the module docstring).
     flush_interval: float
+    #: Silence after the agent asked the user (a deferred close) that ends the turn: the agent
+    #: waits for the answer. Any content before it means the agent went on.
+    question_settle: float = 0.5
 
 
 #: Settings for recorded sessions: nothing is held back, nothing times out.
@@ -67,6 +70,8 @@ REPLAY_SETTINGS = DriverSettings(
     total_timeout=float("inf"),
     keepalive_interval=float("inf"),
     flush_interval=0,
+    # a recording has no clock: an ask that ends the turn is followed by the end of the file
+    question_settle=float("inf"),
 )
 
 
@@ -125,6 +130,8 @@ class TurnDriver:
         self.first_write_at: float | None = None
         self._flushed_at = float("-inf")
         self._timer: asyncio.TimerHandle | None = None
+        #: The deadlines watch the settle window of the turn's pending ask.
+        self._settling = False
         #: The loop is waiting in ``upstream.recv()`` (the only wait the timer may interrupt).
         self._waiting = False
 
@@ -150,6 +157,8 @@ class TurnDriver:
                     if upstream.buffered():
                         frame = await upstream.recv()
                     else:
+                        if turn.deferred_close is not None and not self._settling:
+                            self._watch_settle()
                         if self._timer is None:
                             self._arm()
                         self._waiting = True
@@ -228,6 +237,10 @@ class TurnDriver:
             await write(KEEPALIVE_FRAME)
             self.deadlines.wrote(self.clock())
             return b""
+        if due is Due.SETTLE:  # the agent asked and fell silent: it waits (no abort frame)
+            self.deadlines.settle(None)
+            self._settling = False
+            return encode_chunks(self.turn.settle())
         self.timeout = due
         self.abandoned = True
         return encode_chunks(self.turn.close(CloseRequest(CloseReason.TIMEOUT)))
@@ -246,6 +259,15 @@ class TurnDriver:
             self.first_write_at = now
 
     # -- silence: one timer per turn -----------------------------------------------------------
+
+    def _watch_settle(self) -> None:
+        """The turn has a pending ask: watch its settle window (re-arming the timer, which may
+        be set for a later keep-alive)."""
+        self._settling = True
+        self.deadlines.settle(self.settings.question_settle)
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
     def _arm(self) -> None:
         delay = self.deadlines.next_check() - self.clock()

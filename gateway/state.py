@@ -88,6 +88,7 @@ class GatewayState:
             total_timeout=config.total_timeout,
             keepalive_interval=config.keepalive_interval,
             flush_interval=config.flush_interval,
+            question_settle=config.question_settle,
         )
         #: The same for every turn (one object, not one per turn).
         self.translator_options = TranslatorOptions(

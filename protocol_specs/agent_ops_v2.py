@@ -27,11 +27,12 @@ upstream event                UI chunks
                               ``awaiting_approval`` (the backend asks before it runs the tool;
                               optional ``approvalId``, default the ``callId``, and ``reason``) →
                               the input, then ``tool-approval-request`` (ai 5: its question
-                              form, ``protocol_specs/human_in_the_loop.py``), and the turn ends
-                              with ``tool-calls`` without the abort frame (the agent waits). The
-                              decision goes back as :func:`approval_frame`; approved, the
-                              backend's later updates for the call stream into the same part;
-                              denied, the continuation starts with ``tool-output-denied``.
+                              form, ``protocol_specs/human_in_the_loop.py``); the turn ends
+                              with ``tool-calls`` without the abort frame once the agent waits
+                              (as after a ``question``). The decision goes back as
+                              :func:`approval_frame`; approved, the backend's later updates
+                              for the call stream into the same part; denied, the
+                              continuation starts with ``tool-output-denied``.
 ``message.finalize``          parts closed; ``end_turn`` → ``finish`` (stop); ``canceled`` →
                               ``finish`` (interrupted; ``other`` below ai 7), no error; ``error`` →
                               ``error`` (the upstream's text), ``finish`` (error). ``finalText`` is
@@ -43,15 +44,22 @@ upstream event                UI chunks
 ``agentStatus``               transient ``data-agent-status`` ``{status, detail?}``; ``idle`` once a
                               turn has started also ends it (``finish``, stop): the session socket
                               stays open, and a runner may go idle without ``message.finalize`` or
-                              ``complete``
+                              ``complete``. After a question or an approval request, ``waiting``
+                              (``awaiting_input``, ``idle``) ends the turn at once (``tool-calls``);
+                              ``thinking``/``streaming``/``tool_calling`` say the agent went on
 ``error``                     ``error`` (``{messageId, error: "<text>"}`` from the runner, or
                               ``{message}``), then ``finish`` (error)
-``question``                  the agent asks and waits: a client-side tool call
-                              ``ask_user`` (``tool-ask_user``; ``toolCallId`` = the
-                              question id, input = the event's fields: question, options…)
-                              ending at ``input-available``, and the turn ends with
-                              ``tool-calls`` (the socket is closed without the abort frame: the
-                              agent keeps waiting). The app answers with ``addToolOutput``; the
+``question``                  the agent asks: a client-side tool call ``ask_user``
+                              (``tool-ask_user``; ``toolCallId`` = the question id, input = the
+                              event's fields: question, options…) ending at ``input-available``,
+                              shown at once. The turn ends with ``tool-calls`` when the agent
+                              waits — a waiting status, its socket closing, or silence for
+                              ``question_settle`` (0.5 s) — and the socket is closed without the
+                              abort frame (the agent keeps waiting). An agent that asks in
+                              passing and goes on (text, tools) streams into the same message
+                              and ends the turn itself (finish ``tool-calls``: the question is
+                              still answerable). Status events alone do not end the wait. The
+                              app answers with ``addToolOutput``; the
                               next request, continuing the same message, sends
                               :func:`answer_frame` instead of a prompt, and the agent's
                               continuation streams into that message
@@ -77,6 +85,8 @@ from typing import Any, Final, Literal, NotRequired, TypedDict
 __all__ = [
     "ABORT_FRAME",
     "APPROVAL_STATUS",
+    "BUSY_STATUSES",
+    "WAITING_STATUSES",
     "answer_frame",
     "approval_frame",
     "FINALIZE_REASONS",
@@ -89,7 +99,7 @@ __all__ = [
 ]
 
 ToolStatus = Literal["pending", "running", "completed", "error", "awaiting_approval"]
-AgentStatus = Literal["idle", "thinking", "streaming", "tool_calling", "error"]
+AgentStatus = Literal["idle", "thinking", "streaming", "tool_calling", "error", "waiting"]
 
 
 class MessageCreate(TypedDict):
@@ -160,6 +170,10 @@ HYDRATION_EVENTS: Final = frozenset({"init", "message", "message.updated"})
 ABORT_FRAME: Final[dict[str, Any]] = {"type": "abort"}
 #: The tool-update status of a call waiting for the user's approval.
 APPROVAL_STATUS: Final = "awaiting_approval"
+#: ``agentStatus`` values after a question or an approval request: the agent waits for the
+#: answer (the turn ends now), or it is busy again (it went on; the turn ends at its own end).
+WAITING_STATUSES: Final = frozenset({"waiting", "awaiting_input", "idle"})
+BUSY_STATUSES: Final = frozenset({"thinking", "streaming", "tool_calling"})
 
 
 def answer_frame(question_id: str, answer: Any, is_error: bool = False) -> dict[str, Any]:

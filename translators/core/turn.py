@@ -11,7 +11,8 @@ driver), so a golden file checks the code users run.
 Calling contract: :meth:`Turn.encode_frame` (or :meth:`Turn.feed_frame` for chunks instead of
 bytes) for each raw frame until :attr:`Turn.done`; when the upstream connection ends,
 :meth:`Turn.upstream_ended`; to end the turn for any other reason (timeout, client gone,
-shutdown), :meth:`Turn.close`. None of them raises: an exception inside translation is an
+shutdown), :meth:`Turn.close`; when the driver's settle window after an ask passed in silence,
+:meth:`Turn.settle`. None of them raises: an exception inside translation is an
 *internal error* — the turn ends with ``error`` + ``finish``, and the exception is kept in
 :attr:`Turn.internal_error` for the log, never blamed on the upstream.
 
@@ -31,7 +32,7 @@ import orjson
 
 from protocol_specs.ui_message_stream import DEFAULT_TARGET
 from translators.core.client_model import KnownToolCall
-from translators.core.closing import CLOSE_OUTCOMES, CloseReason, CloseRequest
+from translators.core.closing import CLOSE_OUTCOMES, CloseReason, CloseRequest, DeferredClose
 from translators.core.gating import ConversionHook
 from translators.core.guard import ApprovalHook, RepairHook, SignApproval, StreamGuard
 from translators.core.sse_codec import encode_chunk, encode_chunks
@@ -40,8 +41,9 @@ from translators.core.surrogates import SurrogatePairs
 __all__ = ["Chunk", "EventTranslator", "Item", "Turn", "TurnOptions"]
 
 Chunk = dict[str, Any]
-#: What a translator returns: chunks, the last of which may be a request to end the turn.
-Item = Chunk | CloseRequest
+#: What a translator returns: chunks, the last of which may be a request to end the turn (now,
+#: or when the agent turns out to wait for the user).
+Item = Chunk | CloseRequest | DeferredClose
 
 _loads = orjson.loads
 _dumps = orjson.dumps
@@ -128,6 +130,12 @@ class Turn:
         self._held = self._pairs.held
         self._open_text = self.guard.open_text
         self._terminal = frozenset(translator.TERMINAL_FRAMES)
+        #: The ending a translator asked for when the agent asked the user (a
+        #: :class:`DeferredClose`), pending until the agent turns out to wait or to go on.
+        self.deferred_close: CloseRequest | None = None
+        #: :attr:`events` when the deferral was made or last confirmed: any other event since
+        #: then (the fast path's text deltas included) means the agent went on.
+        self._deferred_at = -1
         #: Bytes of a ``text-delta`` event for part ``_prefix_id`` up to its delta (hot path).
         self._prefix_id: str | None = None
         self._prefix = b""
@@ -144,6 +152,11 @@ class Turn:
         """Why the turn ended (``None`` while it runs)."""
         request = self.guard.close_request
         return None if request is None else request.reason
+
+    @property
+    def waiting(self) -> bool:
+        """The agent asked the user and has said nothing with content since."""
+        return self.deferred_close is not None and self.events == self._deferred_at
 
     @property
     def finish_reason(self) -> str | None:
@@ -207,9 +220,13 @@ class Turn:
         if self.guard.finished:
             return []
         try:
+            waiting = self.waiting  # the agent asked, then hung up: it waits for the answer
             out = self._guarded(self.translator.end_of_stream(False), True)
             if not self.guard.finished:
-                out += self._close(CloseRequest(CloseReason.UPSTREAM_CLOSED, error_text))
+                if waiting and error_text is None and self.deferred_close is not None:
+                    out += self._close(self.deferred_close)
+                else:
+                    out += self._close(CloseRequest(CloseReason.UPSTREAM_CLOSED, error_text))
             return out
         except Exception as exc:
             return self._internal_error(exc)
@@ -223,6 +240,19 @@ class Turn:
             return self._close(request)
         except Exception as exc:
             return self._internal_error(exc)
+
+    def settle(self) -> list[Chunk]:
+        """The settle window after an ask passed without a word from the upstream: if the agent
+        said nothing with content since it asked, it waits, and the turn ends as the translator
+        asked; if it went on, the deferral is dropped (the turn ends at the agent's own end).
+        Never raises."""
+        request = self.deferred_close
+        if request is None or self.guard.finished:
+            return []
+        if not self.waiting:
+            self.deferred_close = None
+            return []
+        return self.close(request)
 
     # -- internals -----------------------------------------------------------------------------
 
@@ -257,7 +287,13 @@ class Turn:
         if self.guard.finished:
             self.after_done += 1
             return []
-        return self._guarded(self.translator.feed(event), maybe_surrogates)
+        out = self._guarded(self.translator.feed(event), maybe_surrogates)
+        if self.deferred_close is not None and self._deferred_at == self.events - 1:
+            # Status noise after the ask (transient parts, bookkeeping) is not the agent going
+            # on: it still waits.
+            if all(chunk.get("transient") is True for chunk in out):
+                self._deferred_at = self.events
+        return out
 
     def _guarded(self, items: Sequence[Item], maybe_surrogates: bool) -> list[Chunk]:
         guard = self.guard
@@ -270,6 +306,9 @@ class Turn:
         for item in items:
             if isinstance(item, CloseRequest):
                 out += self._close(item)
+            elif isinstance(item, DeferredClose):
+                self.deferred_close = item.request  # None: withdrawn, the agent goes on
+                self._deferred_at = self.events
             elif check_pairs and type(item) is dict:
                 for chunk in self._pairs.fix(item):
                     out += guard.feed(chunk)

@@ -128,7 +128,7 @@ class AgentOpsV2Translator(Translator):
             text = error_message(event.get("error"), "The agent reported an error.")
             out.append(CloseRequest(CloseReason.UPSTREAM_ERROR, text))
             return out
-        finish_reason = FINALIZE_REASONS.get(reason, "other")
+        finish_reason = self.finish_reason_after_asking(FINALIZE_REASONS.get(reason) or "other")
         if finish_reason == "interrupted":
             out.append(CloseRequest(CloseReason.ABORTED, finish_reason="interrupted"))
         else:
@@ -145,7 +145,13 @@ class AgentOpsV2Translator(Translator):
         return [*self.text_delta(final_text), *self.end_text()]
 
     def _on_complete(self, event: dict[str, Any]) -> Sequence[Item]:
-        return [*self.end_parts(), CloseRequest(CloseReason.COMPLETED, finish_reason="stop")]
+        return [*self.end_parts(), self._completed()]
+
+    def _completed(self) -> CloseRequest:
+        """The agent's own end (``stop``, or ``tool-calls`` when it asked and still waits)."""
+        return CloseRequest(
+            CloseReason.COMPLETED, finish_reason=self.finish_reason_after_asking("stop")
+        )
 
     def _on_error(self, event: dict[str, Any]) -> Sequence[Item]:
         text = error_message(event.get("error") or event.get("message"), "The agent failed.")
@@ -230,7 +236,7 @@ class AgentOpsV2Translator(Translator):
         reason = optional_str(event, "reason")
         if reason:
             request["reason"] = reason
-        return [*out, request, CloseRequest(CloseReason.COMPLETED, finish_reason="tool-calls")]
+        return [*out, request, self.await_answer()]
 
     def _input_available(self, call_id: str, call: _Call, args: Any) -> Chunk:
         call.has_input = True
@@ -251,16 +257,21 @@ class AgentOpsV2Translator(Translator):
         if detail is not None:
             data["detail"] = detail
         out: list[Item] = [{"type": "data-agent-status", "data": data, "transient": True}]
+        if self.asked and status in spec.WAITING_STATUSES:
+            # It asked and says it waits for the answer: the turn is over now.
+            return [*out, *self.end_parts(), self._completed()]
+        if self.asked and status in spec.BUSY_STATUSES:
+            return [*out, *self.going_on()]  # it asked in passing and works on
         if status == "idle" and self._turns:
             # The agent went idle: its turn is over even if neither message.finalize nor
             # complete follows (the session socket stays open, so nothing else would end it).
             self.stats["ended-by-idle"] += 1
-            out += [*self.end_parts(), CloseRequest(CloseReason.COMPLETED, finish_reason="stop")]
+            out += [*self.end_parts(), self._completed()]
         return out
 
     def _on_question(self, event: dict[str, Any]) -> Sequence[Item]:
-        """The agent asks and waits: a client-side tool call the app answers, and the turn ends
-        (see the spec module)."""
+        """The agent asks: a client-side tool call the app answers; the turn ends when the
+        agent waits (see the spec module)."""
         question_id = event.get("questionId", event.get("id"))
         if not isinstance(question_id, str) or not question_id:
             question_id = self.ids("question")
@@ -268,7 +279,7 @@ class AgentOpsV2Translator(Translator):
         return [
             *self.end_parts(),
             *self.question(question_id, data),
-            CloseRequest(CloseReason.COMPLETED, finish_reason="tool-calls"),
+            self.await_answer(),
         ]
 
     def _on_status(self, event: dict[str, Any]) -> Sequence[Item]:

@@ -121,6 +121,7 @@ class PiAgentTranslator(Translator):
         if reason is not None:
             metadata["stopReason"] = reason
         finish = STOP_REASONS.get(reason, "other") if reason is not None else "stop"
+        finish = self.finish_reason_after_asking(finish)
         out.append(
             CloseRequest(CloseReason.COMPLETED, finish_reason=finish, message_metadata=metadata)
         )
@@ -372,7 +373,7 @@ class PiAgentTranslator(Translator):
             if method == "confirm":
                 question.setdefault("options", ["yes", "no"])
             out += self.question(request_id, question)
-        out.append(CloseRequest(CloseReason.COMPLETED, finish_reason="tool-calls"))
+        out.append(self.await_answer())
         return out
 
 

@@ -9,7 +9,7 @@ dialect or the kit) and the dialects (:mod:`translators.dialects`, and third-par
 which import the kit and the core, never each other.
 """
 
-from translators.core.closing import CloseReason, CloseRequest
+from translators.core.closing import CloseReason, CloseRequest, DeferredClose
 from translators.core.surrogates import join_surrogates
 from translators.core.turn import Chunk, Item
 from translators.kit.blocks import (
@@ -58,6 +58,7 @@ __all__ = [
     "Chunk",
     "CloseReason",
     "CloseRequest",
+    "DeferredClose",
     "DemoScript",
     "DemoStep",
     "Dialect",

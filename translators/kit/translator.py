@@ -32,7 +32,7 @@ from typing import Any, ClassVar
 
 from protocol_specs.human_in_the_loop import QUESTION_TOOL
 from protocol_specs.ui_message_stream import DATA_PREFIX
-from translators.core.closing import CloseReason, CloseRequest
+from translators.core.closing import CloseReason, CloseRequest, DeferredClose
 from translators.core.turn import Chunk, Item
 
 __all__ = [
@@ -195,6 +195,8 @@ class Translator:
         #: The open text part (one at a time), which :meth:`fast_text_delta` streams into.
         self.text_id: str | None = None
         self._reasoning_id: str | None = None
+        #: The agent asked the user (a question or an approval) in this turn.
+        self.asked = False
 
     # -- the calling contract (translators.core.turn.EventTranslator) ---------------------------
 
@@ -315,9 +317,28 @@ class Translator:
     def question(self, question_id: str, question: dict[str, Any]) -> list[Chunk]:
         """The agent asks the app: the client-side ``ask_user`` call (``toolCallId`` = the
         question's id, ``input`` = its fields) that ends at ``input-available``
-        (``protocol_specs/human_in_the_loop.py``). The caller ends the turn (``tool-calls``)."""
+        (``protocol_specs/human_in_the_loop.py``). The caller follows it with
+        :meth:`await_answer`."""
         base = {"toolCallId": question_id, "toolName": QUESTION_TOOL, **self.tool_flags()}
         return [
             {"type": "tool-input-start", **base},
             {"type": "tool-input-available", **base, "input": question},
         ]
+
+    def await_answer(self) -> DeferredClose:
+        """After a question or an approval request: the turn ends (``tool-calls``) if the agent
+        waits — falls silent for the settle window, or its connection ends — and goes on into
+        the same message if it keeps talking (:class:`DeferredClose`). A dialect whose upstream
+        says explicitly that it waits returns a :class:`CloseRequest` then."""
+        self.asked = True
+        return DeferredClose(CloseRequest(CloseReason.COMPLETED, finish_reason="tool-calls"))
+
+    def going_on(self) -> list[Item]:
+        """The upstream says the agent is busy again after it asked (a status, not content):
+        the pending :meth:`await_answer` is withdrawn, the turn ends at the agent's own end."""
+        return [DeferredClose(None)] if self.asked else []
+
+    def finish_reason_after_asking(self, finish_reason: str) -> str:
+        """A normal ``stop`` is ``tool-calls`` when the agent asked the user in this turn: the
+        message ends with a question or an approval the app still has to answer."""
+        return "tool-calls" if self.asked and finish_reason == "stop" else finish_reason

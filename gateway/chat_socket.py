@@ -179,6 +179,7 @@ class _Connection:
             await self.control("start", request.request_id)
             # shielded: the pump cancels what it waited on, and the socket's close is shared
             if await stream.pump(stream.tee(self.writer(request)), asyncio.shield(self.closed)):
+                await stream.turn_over()
                 await self.control("end", request.request_id)
         except Exception:  # the socket went away while writing
             stream.client_disconnected = True

@@ -56,6 +56,8 @@ return #KEYS
 #: Seconds between flushes of buffered writes: the producer never waits for Redis; readers on
 #: other instances see writes this much later at most.
 FLUSH_INTERVAL = 0.01
+#: Longest wait for Redis when a turn frees its session (the client's ``[DONE]`` waits for it).
+RELEASE_TIMEOUT = 1.0
 
 _ACQUIRE = """
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
@@ -179,8 +181,11 @@ class RedisResumeStore:
             members.remove(member)
         if not members:
             self._turns.pop(session_id, None)
-        with contextlib.suppress(RedisError, OSError):
-            await self.redis.zrem(f"{_PREFIX}:turns:{session_id}", member)
+        # Bounded: the client's last bytes wait for this; a member left behind expires with
+        # its lease.
+        with contextlib.suppress(RedisError, OSError, TimeoutError):
+            async with asyncio.timeout(RELEASE_TIMEOUT):
+                await self.redis.zrem(f"{_PREFIX}:turns:{session_id}", member)
 
     # -- producing -----------------------------------------------------------------------------
 

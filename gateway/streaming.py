@@ -8,6 +8,13 @@ away; when it does, the driver's task is cancelled and the ``finally`` either ab
 upstream (``on_disconnect = "abort"``: the abort frame goes upstream, the socket is closed within
 a second) or lets the turn run to its end with nobody reading (``"detach"``).
 
+The session's turn is released the moment the turn is over for the client — before its last
+bytes (``[DONE]``) go out — so a continuation sent the instant the stream ends (an app's
+``sendAutomaticallyWhen``) is never refused with 409; closing the upstream goes on after that
+and cannot touch the next turn: no abort frame goes to an upstream whose turn completed. A turn
+the gateway abandons (a stop, a timeout, a client gone) releases it only once its abort frame
+is written, so that frame cannot reach a next turn's agent first.
+
 Every way a turn can end produces a valid ending: the driver writes the turn's closing chunks
 (open parts closed, tools settled, ``error`` when it is one, exactly one ``finish``), then
 ``[DONE]`` follows. The driver's :meth:`~gateway.driver.TurnDriver.stop` ends it early on
@@ -61,9 +68,12 @@ class ChatStream:
         on_disconnect: str,
         request_id: str,
         on_done: Callable[[ChatStream], Awaitable[None]],
+        release: Callable[[], Awaitable[None]] | None = None,
         log: ChunkSink | None = None,
     ) -> None:
         self.driver = driver
+        #: Frees the session's turn (called once; see the module docstring).
+        self._release = release
         #: With resume on: every body written also goes here, for readers that (re)join.
         self.log: ChunkSink | None = log
         self.on_disconnect = on_disconnect
@@ -91,6 +101,7 @@ class ChatStream:
             await send({"type": "http.response.body", "body": STREAM_OPEN_FRAME, "more_body": True})
             write = self.tee(self._write)
             if await self.pump(write, self._listen_for_disconnect(receive)):
+                await self.turn_over()
                 await send({"type": "http.response.body", "body": DONE_FRAME, "more_body": False})
                 self.driver.bytes_out += len(DONE_FRAME)
                 self.driver.counters.chunks_out += 1
@@ -116,6 +127,20 @@ class ChatStream:
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await pump
         return False
+
+    async def turn_over(self) -> None:
+        """The turn ended for the client: free the session now, unless the upstream must hear
+        the abort frame first (then :meth:`end` frees it after the close)."""
+        driver = self.driver
+        if driver.abandoned or driver.turn.internal_error is not None:
+            return
+        await self.release()
+
+    async def release(self) -> None:
+        """Free the session's turn (once)."""
+        release, self._release = self._release, None
+        if release is not None:
+            await release()
 
     def tee(self, write: Callable[[bytes], Awaitable[None]]) -> Callable[[bytes], Awaitable[None]]:
         """``write`` that also puts what it writes into the chunk log, if there is one."""
@@ -149,8 +174,11 @@ class ChatStream:
             driver.turn.close(_ABORTED)
             driver.abandoned = True
         abandon = driver.abandoned or driver.turn.internal_error is not None
-        await driver.upstream.aclose(abort=abandon)
-        await self.on_done(self)
+        try:
+            await driver.upstream.aclose(abort=abandon)
+        finally:
+            await self.release()
+            await self.on_done(self)
 
     async def _finish_detached(self) -> None:
         driver = self.driver
@@ -161,6 +189,7 @@ class ChatStream:
                 log.append(DONE_FRAME)
         finally:
             await driver.upstream.aclose(abort=driver.abandoned)
+            await self.release()
             await self.on_done(self)
 
     async def _listen_for_disconnect(self, receive: Any) -> None:

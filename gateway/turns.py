@@ -91,6 +91,12 @@ async def open_turn(
 
     key = (session_id, chat_request.id)
 
+    async def release() -> None:
+        # The session is free as soon as the client has its answer (ChatStream.turn_over).
+        state.release_turn(session_id)
+        if resume is not None:
+            await resume.release_turn(session_id, member)
+
     async def finished(stream: ChatStream) -> None:
         # Takes the stream as an argument: a closure over it would make stream and callback a
         # reference cycle, keeping every finished turn (upstream socket, translator, buffers)
@@ -98,9 +104,6 @@ async def open_turn(
         if resume is not None and stream.log is not None:
             resume.finished(key, stream.log)  # type: ignore[arg-type]  # its own log kind
         state.forget_stream(stream)
-        state.release_turn(session_id)
-        if resume is not None:
-            await resume.release_turn(session_id, member)
         log_stream_end(state, log, stream, translator, started)
 
     stream = ChatStream(
@@ -109,6 +112,7 @@ async def open_turn(
         on_disconnect="detach" if resume is not None else config.on_disconnect,
         request_id=request_id,
         on_done=finished,
+        release=release,
     )
     if resume is not None:
         stream.log = resume.begin(key, stream)

@@ -1,10 +1,16 @@
-"""The approvals this gateway issued, so that it accepts answers only to those.
+"""The approvals and questions this gateway issued, so that it accepts answers only to those.
 
 An approval answer comes back in the client's next request as untrusted JSON
 (``protocol_specs/human_in_the_loop.py``). It counts only when this gateway issued that approval
 id in that session for that tool call and it is still unanswered (the first answer wins; a
 replayed request gets 409); with ``approval_secret`` its signature must verify as well, which
 also binds the tool's input. Everything is checked before the upstream hears of the answer.
+
+A question's answer goes through the same ledger (under ``question:<id>``): the questions a turn
+leaves open are issued when the turn ends waiting for them, and an answer counts once (409 for a
+replay: the agent hears exactly one answer); a question whose turn was stopped, timed out or
+failed was never issued, and answering it is a 400 rather than a request that would hang until
+the first-event timeout.
 
 The ledger lives in the process (``MemoryApprovalLedger``) or, with ``resume = redis``, in Redis
 (``RedisApprovalLedger``: a hash per session), so that any instance can take the answer.
@@ -17,10 +23,11 @@ import asyncio
 import hmac
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from gateway.errors import BadRequest, RequestError
-from protocol_specs.human_in_the_loop import approval_signature
+from protocol_specs.human_in_the_loop import QUESTION_TOOL, approval_signature
 from translators.core.guard import IssuedApproval
 from translators.kit import ApprovalAnswer
 
@@ -28,8 +35,11 @@ __all__ = [
     "ApprovalAlreadyAnswered",
     "ApprovalLedger",
     "MemoryApprovalLedger",
+    "QuestionAlreadyAnswered",
+    "QuestionAnswer",
     "RedisApprovalLedger",
     "claim_answers",
+    "issued_question",
 ]
 
 #: What an answered approval's entry becomes (kept until it expires, to tell a replay from a
@@ -48,9 +58,44 @@ return 1
 """
 
 
+#: Ledger keys of questions (approval ids are the upstream's own: no clash with this prefix).
+_QUESTION_KEY = "question:"
+
+
 class ApprovalAlreadyAnswered(RequestError):
     status_hint = 409
     client_message = "This approval was already answered."
+
+
+class QuestionAlreadyAnswered(RequestError):
+    status_hint = 409
+    client_message = "This question was already answered."
+
+
+class Claim(Protocol):
+    """An answer as the ledger sees it: its entry and the tool call it is for."""
+
+    @property
+    def approval_id(self) -> str: ...
+
+    @property
+    def tool_call_id(self) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionAnswer:
+    """The app's answer to one of the agent's questions (an ``ask_user`` call it answered)."""
+
+    tool_call_id: str
+
+    @property
+    def approval_id(self) -> str:
+        return _QUESTION_KEY + self.tool_call_id
+
+
+def issued_question(question_id: str) -> IssuedApproval:
+    """A question the app may answer once (the ledger entry of :class:`QuestionAnswer`)."""
+    return IssuedApproval(_QUESTION_KEY + question_id, question_id, QUESTION_TOOL)
 
 
 class ApprovalLedger(Protocol):
@@ -58,9 +103,9 @@ class ApprovalLedger(Protocol):
 
     async def lookup(self, session_id: str, approval_ids: Sequence[str]) -> list[Any]: ...
 
-    async def claim(self, session_id: str, answers: Sequence[ApprovalAnswer]) -> bool: ...
+    async def claim(self, session_id: str, answers: Sequence[Claim]) -> bool: ...
 
-    async def release(self, session_id: str, answers: Sequence[ApprovalAnswer]) -> None: ...
+    async def release(self, session_id: str, answers: Sequence[Claim]) -> None: ...
 
 
 class MemoryApprovalLedger:
@@ -89,7 +134,7 @@ class MemoryApprovalLedger:
             out.append(entry[1] if entry is not None and entry[0] > now else None)
         return out
 
-    async def claim(self, session_id: str, answers: Sequence[ApprovalAnswer]) -> bool:
+    async def claim(self, session_id: str, answers: Sequence[Claim]) -> bool:
         """Mark every answer's approval answered, or none when one already is (atomic: no
         await inside)."""
         entries = self._sessions.get(session_id, {})
@@ -99,7 +144,7 @@ class MemoryApprovalLedger:
             entries[a.approval_id] = (entries[a.approval_id][0], _ANSWERED)
         return True
 
-    async def release(self, session_id: str, answers: Sequence[ApprovalAnswer]) -> None:
+    async def release(self, session_id: str, answers: Sequence[Claim]) -> None:
         """Undo a claim (the upstream never got the answers)."""
         entries = self._sessions.get(session_id, {})
         for a in answers:
@@ -154,11 +199,11 @@ class RedisApprovalLedger:
         values = await self.redis.hmget(self._key(session_id), list(approval_ids))
         return [v.decode() if isinstance(v, bytes) else v for v in values]
 
-    async def claim(self, session_id: str, answers: Sequence[ApprovalAnswer]) -> bool:
+    async def claim(self, session_id: str, answers: Sequence[Claim]) -> bool:
         ids = [a.approval_id for a in answers]
         return bool(await self._claim(keys=[self._key(session_id)], args=ids))
 
-    async def release(self, session_id: str, answers: Sequence[ApprovalAnswer]) -> None:
+    async def release(self, session_id: str, answers: Sequence[Claim]) -> None:
         mapping = {a.approval_id: a.tool_call_id for a in answers}
         await self.redis.hset(self._key(session_id), mapping=mapping)
 
@@ -166,17 +211,39 @@ class RedisApprovalLedger:
 async def claim_answers(
     ledger: ApprovalLedger,
     session_id: str,
-    answers: Sequence[ApprovalAnswer],
+    approvals: Sequence[ApprovalAnswer],
+    questions: Sequence[QuestionAnswer],
     secret: str | None,
 ) -> None:
-    """Verify the answers (:func:`_verify`) and claim them: the first request with an
-    answer wins, a concurrent or later one gets 409. Undo with ``ledger.release`` when the
-    upstream never heard of them."""
-    if not answers:
+    """Verify the answers (:func:`_verify`, :func:`_verify_questions`) and claim them all at
+    once: the first request with an answer wins, a concurrent or later one gets 409. Undo with
+    ``ledger.release`` when the upstream never heard of them."""
+    if not approvals and not questions:
         return
-    await _verify(ledger, session_id, answers, secret)
-    if not await ledger.claim(session_id, answers):
-        raise ApprovalAlreadyAnswered(detail="answered concurrently")
+    await _verify(ledger, session_id, approvals, secret)
+    await _verify_questions(ledger, session_id, questions)
+    if not await ledger.claim(session_id, [*approvals, *questions]):
+        if approvals:
+            raise ApprovalAlreadyAnswered(detail="answered concurrently")
+        raise QuestionAlreadyAnswered(detail="answered concurrently")
+
+
+async def _verify_questions(
+    ledger: ApprovalLedger, session_id: str, questions: Sequence[QuestionAnswer]
+) -> None:
+    """Raise unless every answer is to a question this gateway's stream left waiting in this
+    session and not yet answered."""
+    if not questions:
+        return
+    issued = await ledger.lookup(session_id, [q.approval_id for q in questions])
+    for question, call_id in zip(questions, issued, strict=True):
+        if call_id == _ANSWERED:
+            raise QuestionAlreadyAnswered(detail=f"question {question.tool_call_id}")
+        if call_id != question.tool_call_id:
+            raise BadRequest(
+                f"Question {question.tool_call_id!r} is not waiting for an answer in this "
+                "session (its turn was stopped or failed, or it expired)."
+            )
 
 
 async def _verify(

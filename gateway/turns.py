@@ -7,13 +7,14 @@ import time
 import uuid
 from typing import Any
 
-from gateway.approvals import claim_answers
+from gateway.approvals import QuestionAnswer, claim_answers, issued_question
 from gateway.driver import TurnDriver
 from gateway.errors import BadRequest, GatewayError
 from gateway.state import GatewayState
 from gateway.streaming import ChatStream
 from protocol_specs.chat_request import ChatRequest
-from protocol_specs.human_in_the_loop import approval_signature
+from protocol_specs.human_in_the_loop import QUESTION_TOOL, approval_signature
+from translators.core.closing import CloseReason
 from translators.core.guard import IssuedApproval
 from translators.core.turn import Turn, TurnOptions
 from translators.kit import RequestRejected, Translator, TurnInput
@@ -46,17 +47,24 @@ async def open_turn(
         )
         try:
             approvals = turn_input.approval_answers
+            questions = [
+                QuestionAnswer(call.tool_call_id)
+                for call in turn_input.answered_calls()
+                if call.tool_name == QUESTION_TOOL
+            ]
             # the first request with an answer wins; the upstream hears only checked answers
             try:
-                await claim_answers(state.approvals, session_id, approvals, config.approval_secret)
+                await claim_answers(
+                    state.approvals, session_id, approvals, questions, config.approval_secret
+                )
             except GatewayError:
                 state.metrics.approvals.labels("refused").inc(len(approvals))
                 raise
             try:
                 upstream = await state.connector.open(turn_input, forward)
             except BaseException:
-                if approvals:  # it never heard of them: they may be sent again
-                    await state.approvals.release(session_id, approvals)
+                if approvals or questions:  # it never heard of them: they may be sent again
+                    await state.approvals.release(session_id, [*approvals, *questions])
                 raise
         except RequestRejected as exc:
             raise BadRequest(exc.client_message) from exc
@@ -92,7 +100,11 @@ async def open_turn(
     key = (session_id, chat_request.id)
 
     async def release() -> None:
-        # The session is free as soon as the client has its answer (ChatStream.turn_over).
+        # The session is free as soon as the client has its answer (ChatStream.turn_over);
+        # the questions the agent waits on become answerable first (once each).
+        if not driver.abandoned and turn.close_reason is CloseReason.COMPLETED:
+            for question_id in turn.open_questions:
+                state.approvals.issue(session_id, issued_question(question_id))
         state.release_turn(session_id)
         if resume is not None:
             await resume.release_turn(session_id, member)

@@ -5,8 +5,10 @@ for the real ai 5, 6 and 7 clients."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
+import httpx
 import pytest
 from websockets.asyncio.server import ServerConnection
 
@@ -158,3 +160,72 @@ def test_answers_of_earlier_steps_are_history_and_full_history_rides_on_the_firs
     assert "messages" not in frames.prompts[1]
     latest = build_frames(DIALECT.websocket, TurnInput(request, "s1", "r1", None, "latest"))
     assert "messages" not in latest.prompts[0]
+
+
+# -- a question is answered once (issue 22, item 3) ----------------------------------------------
+
+
+def answered_continuation(first: bytes, answer: Any) -> dict[str, Any]:
+    """The request an app sends after answering the question in the ``first`` response."""
+    chunks = decode_sse(first)
+    question = next(c for c in chunks if c["type"] == "tool-input-available")
+    message = {
+        "id": chunks[0]["messageId"],
+        "role": "assistant",
+        "parts": [
+            {"type": "step-start"},
+            {
+                "type": "tool-ask_user",
+                "toolCallId": question["toolCallId"],
+                "state": "output-available",
+                "input": question["input"],
+                "output": answer,
+            },
+        ],
+    }
+    body = user_body("deploy it")
+    body["messages"].append(message)
+    return body
+
+
+async def test_a_replayed_answer_is_refused_and_the_agent_hears_one_answer() -> None:
+    async with ScriptedUpstream() as upstream:
+        upstream.scripts["*"] = asking_agent
+        async with running_gateway(upstream=upstream.url, question_settle=0.05) as (gw, _):
+            first = await post(gw, "s1", user_body("deploy it"))
+            continuation = answered_continuation(first.content, "yes")
+            answered = await post(gw, "s1", continuation)
+            replayed = await post(gw, "s1", continuation)
+            # Another answer to the same question is a replay too.
+            changed = await post(gw, "s1", answered_continuation(first.content, "no"))
+    assert answered.status_code == 200
+    assert b"Deploying: yes." in answered.content
+    assert replayed.status_code == changed.status_code == 409
+    assert replayed.text == "This question was already answered."
+    answers = [f for f in upstream.received["s1"] if f.get("type") == "answer"]
+    assert answers == [{"type": "answer", "questionId": "q1", "answer": "yes"}]
+    assert len(upstream.received["s1"]) == 2  # the prompt and one answer: no third socket
+
+
+async def test_an_answer_to_a_question_nobody_waits_for_is_refused_at_once() -> None:
+    async with ScriptedUpstream() as upstream:
+        upstream.scripts["*"] = asking_agent
+        async with running_gateway(upstream=upstream.url, question_settle=5) as (gw, _):
+            # The client gives up while the agent may still go on: the abort frame goes up,
+            # the agent stops waiting, and its question is not answerable any more.
+            with pytest.raises(httpx.ReadTimeout):
+                await post(gw, "gone", user_body("deploy it"), read_timeout=0.5)
+            for _ in range(100):
+                if upstream.aborted("gone"):
+                    break
+                await asyncio.sleep(0.02)
+            first = await post(gw, "s2", user_body("deploy it"))  # the same question, answered
+            body = answered_continuation(first.content, "yes")
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            refused = await post(gw, "gone", body)
+            took = loop.time() - started
+    assert upstream.aborted("gone")
+    assert refused.status_code == 400 and "not waiting for an answer" in refused.text
+    assert took < 2  # a clear answer, not a wait for the agent's first event
+    assert not [f for f in upstream.received["gone"] if f.get("type") == "answer"]

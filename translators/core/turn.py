@@ -30,6 +30,7 @@ from typing import Any, ClassVar, Protocol
 
 import orjson
 
+from protocol_specs.human_in_the_loop import QUESTION_TOOL, is_approval_question
 from protocol_specs.ui_message_stream import DEFAULT_TARGET
 from translators.core.client_model import KnownToolCall
 from translators.core.closing import CLOSE_OUTCOMES, CloseReason, CloseRequest, DeferredClose
@@ -157,6 +158,19 @@ class Turn:
     def waiting(self) -> bool:
         """The agent asked the user and has said nothing with content since."""
         return self.deferred_close is not None and self.events == self._deferred_at
+
+    @property
+    def open_questions(self) -> list[str]:
+        """The ids of the questions (``ask_user`` calls, not an approval's question form) this
+        stream asked and left unanswered: what the app may answer in the next request."""
+        return [
+            call_id
+            for call_id, record in self.guard.model.tools.items()
+            if record.name == QUESTION_TOOL
+            and not (record.settled or record.provider_executed or record.from_history)
+            and not record.input_streaming
+            and not is_approval_question(record.input)
+        ]
 
     @property
     def finish_reason(self) -> str | None:

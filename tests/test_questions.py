@@ -9,9 +9,13 @@ import asyncio
 from typing import Any
 
 import httpx
+import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from websockets.asyncio.server import ServerConnection
 
+from protocol_specs.chat_request import ChatRequest
 from tests.gateway_harness import ScriptedUpstream, post, running_gateway, user_body
 from tests.helpers import decode_sse, provider_turn
 from translators.dialects.agent_ops_v2 import DIALECT
@@ -229,3 +233,37 @@ async def test_an_answer_to_a_question_nobody_waits_for_is_refused_at_once() -> 
     assert refused.status_code == 400 and "not waiting for an answer" in refused.text
     assert took < 2  # a clear answer, not a wait for the agent's first event
     assert not [f for f in upstream.received["gone"] if f.get("type") == "answer"]
+
+
+# -- frame templates never rewrite the user's words (issue 22, item 6) ---------------------------
+
+TEMPLATES = FrameTemplates(
+    prompt={"op": "ask", "text": "{text}", "session": "{session_id}", "run": "run {run_id}"},
+    answer={"op": "reply", "to": "{question_id}", "value": "{answer}", "note": "{text}!"},
+)
+
+
+def template_turn(text: str, session_id: str = "s1") -> TurnInput:
+    body = user_body(text)
+    return TurnInput(ChatRequest.model_validate(body), session_id, "r1", NoSettings())
+
+
+def test_a_prompt_naming_placeholders_reaches_the_upstream_unchanged() -> None:
+    frames = build_frames(
+        DIALECT.websocket, template_turn("use {session_id} and {text}"), TEMPLATES
+    )
+    assert frames.prompt == {
+        "op": "ask",
+        "text": "use {session_id} and {text}",
+        "session": "s1",
+        "run": "run r1",
+    }
+
+
+@given(text=st.text(alphabet=st.sampled_from('{}_abcdefghijklmnopqrstuvwxyz é😀\\"$%1')))
+@settings(max_examples=300, deadline=None)
+def test_any_user_text_with_any_braces_arrives_byte_identical(text: str) -> None:
+    frames = build_frames(DIALECT.websocket, template_turn(text, "s{text}"), TEMPLATES)
+    assert frames.prompt["text"] == text
+    assert frames.prompt["session"] == "s{text}"
+    assert orjson.loads(orjson.dumps(frames.prompt))["text"].encode() == text.encode()

@@ -418,6 +418,9 @@ _SCALARS = (
     "tool_name",
 )
 _VALUES = ("{attachments}", "{messages}", "{answer}", "{approved}", "{reason}")
+#: One pass over the template: what a placeholder is replaced by is never scanned again, so a
+#: user's text that contains ``{session_id}`` reaches the upstream as typed.
+_PLACEHOLDER = re.compile(r"\{(" + "|".join(_SCALARS) + r")\}")
 
 
 def _fill(template: Any, values: dict[str, Any]) -> Any:
@@ -428,9 +431,9 @@ def _fill(template: Any, values: dict[str, Any]) -> Any:
     if isinstance(template, str):
         if template in _VALUES:
             return values[template[1:-1]]
-        for key in _SCALARS:
-            if key in values:
-                template = template.replace("{" + key + "}", str(values[key]))
+        return _PLACEHOLDER.sub(
+            lambda match: str(values[match[1]]) if match[1] in values else match[0], template
+        )
     return template
 
 

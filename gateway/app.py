@@ -20,8 +20,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-import orjson
-from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
@@ -32,18 +30,11 @@ from starlette.routing import Route, WebSocketRoute
 from gateway.auth import authenticate
 from gateway.chat_socket import chat_socket
 from gateway.config import GatewayConfig
-from gateway.errors import (
-    BadRequest,
-    GatewayError,
-    NotFound,
-    PayloadTooLarge,
-    ServiceUnavailable,
-    UnsupportedMediaType,
-)
+from gateway.errors import BadRequest, NotFound, UnsupportedMediaType
+from gateway.intake import check_session, check_size, parse_chat_body, refusal, rejected
 from gateway.resume import ResumeResponse
 from gateway.state import RETRY_AFTER_DRAINING, SESSION_ID, GatewayState
 from gateway.turns import open_turn
-from protocol_specs.chat_request import ChatRequest
 
 __all__ = ["GatewayState", "create_app", "open_turn"]  # state and opening re-exported
 
@@ -51,46 +42,16 @@ _JSON_TYPES = ("application/json",)
 
 
 async def _read_body(request: Request, limit: int) -> bytes:
-    """The body, or :class:`PayloadTooLarge` as soon as it is known to be over ``limit``. The
-    rest of an oversized body is read and dropped by uvicorn after the 413 has gone out (while
-    the connection is kept alive), so a client that sends its whole body before reading its
-    response, as ``fetch`` does, gets the 413 rather than a reset connection (tested with
-    both of uvicorn's HTTP implementations)."""
+    """The body, or :class:`PayloadTooLarge` as soon as it is known to be over ``limit`` (the
+    rest is then read and dropped by the lingering refusal, :mod:`gateway.intake`)."""
     declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise PayloadTooLarge(detail=f"content-length {declared}")
+    if declared is not None and declared.isdigit():
+        check_size(int(declared), limit)
     body = bytearray()
     async for part in request.stream():
         body += part
-        if len(body) > limit:
-            raise PayloadTooLarge(detail=f"more than {limit} bytes")
+        check_size(len(body), limit)
     return bytes(body)
-
-
-def _parse_chat_request(body: bytes, max_messages: int) -> ChatRequest:
-    try:
-        raw = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise BadRequest("The request body is not valid JSON.", detail=exc.msg) from exc
-    if not isinstance(raw, dict):
-        raise BadRequest("The request body must be a JSON object.")
-    messages = raw.get("messages")
-    if isinstance(messages, list) and len(messages) > max_messages:
-        # Checked before validating them: 100,000 messages take a second of CPU to validate,
-        # during which no other stream of this process moves.
-        raise BadRequest(
-            "The conversation has too many messages for this gateway.",
-            detail=f"{len(messages)} messages, max_messages {max_messages}",
-        )
-    try:
-        return ChatRequest.model_validate(raw)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise BadRequest(
-            f"The request body is not a chat request ({where}: {first['msg']}).",
-            detail=f"{exc.error_count()} validation errors",
-        ) from exc
 
 
 async def chat(request: Request) -> Any:
@@ -102,41 +63,29 @@ async def chat(request: Request) -> Any:
     log = state.log.bind(
         request_id=request_id, session_id=session_id[:128], dialect=state.dialect.name
     )
+    body_read = False
     try:
-        if state.draining:
-            raise ServiceUnavailable(RETRY_AFTER_DRAINING, detail="draining")
-        if not SESSION_ID.fullmatch(session_id):
-            raise BadRequest("The session id is not valid.")
+        check_session(state, session_id)
         content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if content_type not in _JSON_TYPES:
             raise UnsupportedMediaType(detail=content_type or "no content-type")
         body = await _read_body(request, config.max_body_bytes)
-        chat_request = _parse_chat_request(body, config.max_messages)
+        body_read = True
+        chat_request = parse_chat_body(body, config.max_messages)
         forward = authenticate(config, request.headers.get("authorization"), session_id)
         return await open_turn(state, chat_request, session_id, forward, request_id, started, log)
     except Exception as exc:
-        return _rejected(state, log, exc, started)
+        error = rejected(state, log, exc, started)
+        lingering = (config.lingering_bytes, config.lingering_time)
+        return refusal(error, body_read=body_read, lingering=lingering)
 
 
 def _rejected(state: GatewayState, log: Any, exc: Exception, started: float) -> Response:
-    """The HTTP error for a request that failed before streaming, and its log line."""
-    duration_ms = round((time.monotonic() - started) * 1000, 1)
-    if not isinstance(exc, GatewayError):  # a bug of ours: a generic answer, the detail logged
-        state.metrics.internal_errors.inc()
-        log.error("request.failed", status=500, duration_ms=duration_ms, exc_info=exc)
-        exc = GatewayError(detail=f"{type(exc).__name__}: {exc}")
-    status = exc.status_hint
-    state.metrics.requests.labels(str(status)).inc()
-    if status >= 502:
-        state.metrics.upstream_errors.labels(type(exc).__name__).inc()
-    log.info(
-        "request.rejected",
-        status=status,
-        error=type(exc).__name__,
-        detail=exc.detail,
-        duration_ms=duration_ms,
+    """The HTTP error for a request that failed before streaming (it has no body to read)."""
+    error = rejected(state, log, exc, started)
+    return PlainTextResponse(
+        error.client_message, status_code=error.status_hint, headers=error.headers
     )
-    return PlainTextResponse(exc.client_message, status_code=status, headers=exc.headers)
 
 
 def _resumable(request: Request) -> tuple[GatewayState, tuple[str, str]]:

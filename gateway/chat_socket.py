@@ -24,15 +24,14 @@ import time
 from typing import Any
 
 import orjson
-from pydantic import ValidationError
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from gateway.auth import authenticate
-from gateway.errors import BadRequest, GatewayError, ServiceUnavailable
+from gateway.errors import BadRequest, GatewayError
+from gateway.intake import check_session, check_size, parse_chat_request, rejected
 from gateway.state import SESSION_ID, GatewayState
 from gateway.streaming import ChatStream
 from gateway.turns import open_turn
-from protocol_specs.chat_request import ChatRequest
 from translators.core.sse_codec import DONE_FRAME
 
 __all__ = ["chat_socket"]
@@ -123,10 +122,12 @@ class _Connection:
                 kind, request_id = frame.get("type"), frame["requestId"]
                 if kind == "abort":
                     self.abort(request_id)
-                elif kind in ("send", "resume") and request_id not in self.requests:
+                elif kind == "send" and request_id not in self.requests:
                     request = self.requests[request_id] = _Request(request_id)
-                    handler = self.start if kind == "send" else self.resume
-                    request.task = asyncio.create_task(handler(request, frame))
+                    request.task = asyncio.create_task(self.start(request, frame, len(text)))
+                elif kind == "resume" and request_id not in self.requests:
+                    request = self.requests[request_id] = _Request(request_id)
+                    request.task = asyncio.create_task(self.resume(request, frame))
                 else:
                     await self.control("error", request_id, errorText=f"Unexpected {kind!r} frame.")
         except WebSocketDisconnect:
@@ -144,13 +145,15 @@ class _Connection:
         elif request is not None and request.task is not None:
             request.task.cancel()  # a resume: stop following
 
-    async def start(self, request: _Request, frame: dict[str, Any]) -> None:
+    async def start(self, request: _Request, frame: dict[str, Any], size: int) -> None:
+        """A ``send``: the POST's intake (:mod:`gateway.intake`: the same checks, messages,
+        metrics and log lines), then the same turn."""
         state = self.state
         started = time.monotonic()
         log = self.log.bind(request_id=request.request_id, dialect=state.dialect.name)
         try:
-            if state.draining:
-                raise ServiceUnavailable(5, detail="draining")
+            check_session(state, self.session_id)
+            check_size(size, state.config.max_body_bytes)
             given = frame.get("body")
             body: dict[str, Any] = given if isinstance(given, dict) else {}
             raw = {
@@ -161,18 +164,14 @@ class _Connection:
             }
             if frame.get("messageId") is not None:
                 raw["messageId"] = frame["messageId"]
-            try:
-                chat_request = ChatRequest.model_validate(raw)
-            except ValidationError as exc:
-                raise BadRequest("The request is not a chat request.") from exc
+            chat_request = parse_chat_request(raw, state.config.max_messages)
             stream = await open_turn(
                 state, chat_request, self.session_id, self.forward, request.request_id, started, log
             )
         except Exception as exc:
-            message = exc.client_message if isinstance(exc, GatewayError) else "The gateway failed."
-            log.info("request.rejected", transport="websocket", error=type(exc).__name__)
+            error = rejected(state, log, exc, started, transport="websocket")
             with contextlib.suppress(Exception):
-                await self.control("error", request.request_id, errorText=message)
+                await self.control("error", request.request_id, errorText=error.client_message)
             return
         request.stream = stream
         try:

@@ -141,6 +141,15 @@ class GatewayConfig(BaseModel):
     max_messages: int = Field(
         10_000, gt=0, description="most UIMessages a request may carry (400 beyond)"
     )
+    lingering_bytes: int = Field(
+        128 * 1024 * 1024,
+        ge=0,
+        description="a refusal sent before the body was read (413, 415…) then reads and drops "
+        "up to this many bytes of the rest, so a client that writes before reading gets it",
+    )
+    lingering_time: float = Field(
+        10.0, ge=0, description="… and for at most this many s before the connection closes"
+    )
     cors_origins: list[str] = Field([], description="browser origins allowed to call (CORS)")
     mask_errors: bool = Field(False, description="replace upstream error texts by generic ones")
     on_disconnect: Literal["abort", "detach"] = Field(

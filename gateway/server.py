@@ -49,6 +49,17 @@ class DrainingServer(uvicorn.Server):
         super().handle_exit(sig, frame)
 
 
+#: What a WebSocket ``send`` frame may hold beyond the request body it carries (its envelope):
+#: a frame over ``max_body_bytes`` by less is answered with the 413's message; a larger one
+#: closes the socket (1009), as the protocol must bound what it buffers.
+WS_FRAME_SLACK = 1024 * 1024
+
+
+def server_limits(config: GatewayConfig) -> dict[str, Any]:
+    """uvicorn settings that follow the gateway's own limits."""
+    return {"ws_max_size": config.max_body_bytes + WS_FRAME_SLACK}
+
+
 def _uvicorn_config(
     app: Any, host: str, port: int, log_level: str, drain_timeout: float, **extra: Any
 ) -> uvicorn.Config:
@@ -69,7 +80,9 @@ def run_app(app: Any, host: str, port: int, log_level: str = "info") -> None:
     """Serve ``app`` until a signal; a gateway app (``app.state.gateway``) drains first."""
     state: GatewayState | None = getattr(app.state, "gateway", None)
     drain_timeout = state.config.drain_timeout if state is not None else 0
-    DrainingServer(_uvicorn_config(app, host, port, log_level, drain_timeout), state).run()
+    limits = server_limits(state.config) if state is not None else {}
+    uv = _uvicorn_config(app, host, port, log_level, drain_timeout, **limits)
+    DrainingServer(uv, state).run()
 
 
 def run_workers(config: GatewayConfig, workers: int) -> None:
@@ -85,6 +98,7 @@ def run_workers(config: GatewayConfig, workers: int) -> None:
         config.drain_timeout,
         factory=True,
         workers=workers,
+        **server_limits(config),
     )
     sock = uv.bind_socket()
     Multiprocess(uv, sockets=[sock]).run()

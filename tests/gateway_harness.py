@@ -22,6 +22,7 @@ from websockets.http11 import Request, Response
 
 from gateway.app import create_app
 from gateway.config import GatewayConfig
+from gateway.server import server_limits
 
 Script = Callable[[ServerConnection, "ScriptedUpstream", str], Awaitable[None]]
 
@@ -169,6 +170,8 @@ def agent_ops_turn(text: str = "Hello there") -> list[Any]:
 async def uvicorn_server(app: Any, http: str = "auto") -> AsyncIterator[str]:
     """Serve ``app`` with uvicorn on 127.0.0.1:<ephemeral> in this loop; yield its base URL.
     ``http``: uvicorn's HTTP implementation (``auto`` is httptools, as ``serve`` runs)."""
+    state = getattr(app, "state", None)
+    gateway = getattr(state, "gateway", None) if state is not None else None
     server = uvicorn.Server(
         uvicorn.Config(
             app,
@@ -178,6 +181,7 @@ async def uvicorn_server(app: Any, http: str = "auto") -> AsyncIterator[str]:
             lifespan="on",
             access_log=False,
             http=http,  # type: ignore[arg-type]
+            **(server_limits(gateway.config) if gateway is not None else {}),
         )
     )
     task = asyncio.create_task(server.serve())

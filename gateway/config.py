@@ -141,6 +141,12 @@ class GatewayConfig(BaseModel):
     max_messages: int = Field(
         10_000, gt=0, description="most UIMessages a request may carry (400 beyond)"
     )
+    max_event_bytes: int = Field(
+        16 * 1024 * 1024,
+        ge=1024,
+        description="largest single upstream event (an SSE event, an NDJSON line): one that "
+        "grows past it ends the turn with an error",
+    )
     lingering_bytes: int = Field(
         128 * 1024 * 1024,
         ge=0,

@@ -90,7 +90,7 @@ class HttpSseConnector:
         self.config = config
         # No limit on connections: each turn holds one for its whole stream, and the number of
         # turns is the gateway's to bound (max_turns_per_session), not the pool's.
-        self.pool = HttpConnectionPool()
+        self.pool = HttpConnectionPool(max_event_bytes=config.max_event_bytes)
 
     async def open(self, turn: TurnInput, forward: dict[str, str]) -> Upstream:
         from gateway.transports.http_sse import open_http_sse

@@ -17,7 +17,8 @@ the response has gone out) and ``client_message`` (short text the AI SDK shows t
         ├── UpstreamTimeout           504  no handshake in time (while streaming: a timeout)
         ├── UpstreamAuthRejected      401/403 when the upstream refused the client's forwarded
         │                             credentials; 502 when it refused the gateway's own
-        └── UpstreamClosed            the connection ended while streaming (an error chunk)
+        ├── UpstreamClosed            the connection ended while streaming (an error chunk)
+        └── UpstreamEventTooLarge     one event grew past max_event_bytes (an error chunk)
 
 Foreign exceptions (``OSError``, ``websockets`` and ``h11`` errors) are mapped to these only at
 the transport boundary (:func:`gateway.transports.base.map_upstream_errors`). An unexpected
@@ -40,6 +41,7 @@ __all__ = [
     "UpstreamAuthRejected",
     "UpstreamClosed",
     "UpstreamError",
+    "UpstreamEventTooLarge",
     "UpstreamTimeout",
     "UpstreamUnavailable",
 ]
@@ -149,3 +151,7 @@ class UpstreamAuthRejected(UpstreamError):
 
 class UpstreamClosed(UpstreamError):
     client_message = "The connection to the agent was lost."
+
+
+class UpstreamEventTooLarge(UpstreamError):
+    client_message = "The agent sent an event larger than this gateway accepts."

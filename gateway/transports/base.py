@@ -14,6 +14,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Protocol
 
+import h11
 import websockets.exceptions as wse
 
 from gateway.errors import (
@@ -69,5 +70,7 @@ def map_upstream_errors(phase: str) -> Iterator[None]:
         raise UpstreamClosed(detail=f"{phase}: {exc}") from exc
     except (wse.InvalidHandshake, wse.InvalidURI) as exc:
         raise UpstreamUnavailable(detail=f"{phase}: {exc}") from exc
+    except h11.ProtocolError as exc:  # a request h11 will not send, a response it cannot read
+        raise UpstreamUnavailable(detail=f"{phase}: HTTP protocol error: {exc}") from exc
     except OSError as exc:  # TLS failures included (ssl.SSLError is an OSError)
         raise UpstreamUnavailable(detail=f"{phase}: {exc.strerror or exc}") from exc

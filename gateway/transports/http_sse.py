@@ -46,6 +46,7 @@ from gateway.errors import (
     UpstreamAuthRejected,
     UpstreamClosed,
     UpstreamError,
+    UpstreamEventTooLarge,
     UpstreamUnavailable,
 )
 from gateway.transports.base import UpstreamEnded, map_upstream_errors
@@ -61,6 +62,9 @@ READ_HIGH_WATER = 64 * 1024
 CLOSE_TIMEOUT = 1.0
 #: Largest error body read (the provider's message is in its first bytes).
 MAX_ERROR_BODY = 64 * 1024
+#: Largest single upstream event (``max_event_bytes``): an SSE event or an NDJSON line that
+#: grows past it without ending fails the turn instead of the gateway's memory.
+DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024
 _MAX_BACKOFF = 8.0
 _WOKEN = object()
 _NEED_DATA = h11.NEED_DATA
@@ -94,8 +98,9 @@ class _Shell(asyncio.Protocol):
     """asyncio's callbacks in, h11 calls and a deque of SSE ``data`` payloads out. One shell is
     one connection; it serves one request at a time and may be reused for the next."""
 
-    def __init__(self, origin: Origin) -> None:
+    def __init__(self, origin: Origin, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
         self.origin = origin
+        self.max_event_bytes = max_event_bytes
         self.conn = h11.Connection(h11.CLIENT)
         self.transport: asyncio.Transport | None = None
         loop = asyncio.get_running_loop()
@@ -187,9 +192,17 @@ class _Shell(asyncio.Protocol):
             self._fail(UpstreamClosed(detail=f"receive: {exc}"))
         except UpstreamError as exc:
             self._fail(exc)
-        if body:
-            self._decode(body)
-        if self.size > self.high_water and not self.flow_paused and self.transport is not None:
+        try:  # what arrived before a failure is still delivered
+            if body:
+                self._decode(body)
+        except UpstreamError as exc:
+            self._fail(exc)
+        if (
+            self.size + self.decoder.pending > self.high_water
+            and self.frames  # taking them resumes reading; a lone partial event must complete
+            and not self.flow_paused
+            and self.transport is not None
+        ):
             self.flow_paused = True
             if not self.gathering:
                 self.transport.pause_reading()
@@ -204,6 +217,10 @@ class _Shell(asyncio.Protocol):
             frames.append(frame)
             size += len(frame)
         self.size += size
+        if self.decoder.pending > self.max_event_bytes:
+            raise UpstreamEventTooLarge(
+                detail=f"an event over {self.max_event_bytes} bytes (max_event_bytes)"
+            )
 
     def _fail(self, exc: UpstreamError) -> None:
         if self.end is None:
@@ -216,7 +233,10 @@ class _Shell(asyncio.Protocol):
 
     def _wake(self, value: Any) -> None:
         waiter = self.waiter
-        if waiter is not None and not waiter.done() and (self.frames or self.end is not None):
+        if waiter is None or waiter.done():
+            return
+        # an error body is read up to MAX_ERROR_BODY only: past it, nothing more is awaited
+        if self.frames or self.end is not None or self.error_size >= MAX_ERROR_BODY:
             waiter.set_result(value)
 
     def send(self, request: h11.Request, body: bytes) -> None:
@@ -249,7 +269,9 @@ class _Shell(asyncio.Protocol):
 
     def taken(self, size: int) -> None:
         self.size -= size
-        if self.flow_paused and self.size <= self.low_water:
+        if self.flow_paused and (
+            self.size + self.decoder.pending <= self.low_water or not self.frames
+        ):
             self.flow_paused = False
             if not self.gathering and not self.lost.done() and self.transport is not None:
                 self.transport.resume_reading()
@@ -289,6 +311,11 @@ class SseFrames:
     def frames(self, data: bytes) -> list[str]:
         return [event.data for event in self._decoder.decode_bytes(data)]
 
+    @property
+    def pending(self) -> int:
+        """Characters of the event under way."""
+        return self._decoder.pending
+
     def flush(self) -> str | None:
         tail = self._decoder.flush()
         return None if tail is None else tail.data
@@ -305,6 +332,11 @@ class JsonLinesDecoder:
         lines = (self._buffer + data).split(b"\n")
         self._buffer = lines.pop()
         return [line.decode("utf-8", "replace") for line in lines if line.strip()]
+
+    @property
+    def pending(self) -> int:
+        """Bytes of the line under way."""
+        return len(self._buffer)
 
     def flush(self) -> str | None:
         tail, self._buffer = self._buffer, b""
@@ -326,8 +358,10 @@ class HttpConnectionPool:
         max_idle_per_origin: int = 64,
         idle_timeout: float = 30.0,
         ssl_context: ssl.SSLContext | None = None,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
     ) -> None:
         self.max_idle = max_idle_per_origin
+        self.max_event_bytes = max_event_bytes
         self.idle_timeout = idle_timeout
         self._idle: dict[Origin, list[_Shell]] = {}
         #: For https origins; the default verifies with the system's CAs (``SSL_CERT_FILE`` /
@@ -341,7 +375,7 @@ class HttpConnectionPool:
             self._ssl = ssl.create_default_context()
         async with asyncio.timeout(connect_timeout):
             _, shell = await loop.create_connection(
-                lambda: _Shell(origin),
+                lambda: _Shell(origin, self.max_event_bytes),
                 origin.host,
                 origin.port,
                 ssl=self._ssl if secure else None,
@@ -500,9 +534,10 @@ async def open_http_sse(
     all_headers.update({k.lower(): v for k, v in request.headers.items()})
     all_headers["content-length"] = str(len(content))
     all_headers.pop("transfer-encoding", None)
-    h11_request = h11.Request(
-        method=request.method, target=target, headers=list(all_headers.items())
-    )
+    with map_upstream_errors("request"):  # e.g. a header value with a line break
+        h11_request = h11.Request(
+            method=request.method, target=target, headers=list(all_headers.items())
+        )
     attempt = 0
     while True:
         with map_upstream_errors("connect"):

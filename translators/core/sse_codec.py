@@ -123,6 +123,7 @@ class SseDecoder:
         "_buffer",
         "_data",
         "_data_lines",
+        "_data_size",
         "_event",
         "_id",
         "_first",
@@ -137,6 +138,7 @@ class SseDecoder:
         self._buffer = ""
         self._data: list[str] = []
         self._data_lines = 0
+        self._data_size = 0
         self._event: str | None = None
         self._id: str | None = None
         self._first = True
@@ -146,6 +148,12 @@ class SseDecoder:
         #: Comment lines seen (keep-alives), and field lines the client ignores.
         self.comments = 0
         self.ignored_fields: list[tuple[int, str]] = []
+
+    @property
+    def pending(self) -> int:
+        """Characters held for the event under way (its data lines and the partial line): what
+        a reader bounds, so that an event without an end cannot grow without limit."""
+        return len(self._buffer) + self._data_size
 
     def decode_bytes(self, data: bytes) -> list[SseEvent]:
         return self.decode(self._utf8.decode(data))
@@ -193,6 +201,7 @@ class SseDecoder:
     def _reset_event(self) -> None:
         self._data = []
         self._data_lines = 0
+        self._data_size = 0
         self._event = None
         self._id = None
 
@@ -219,6 +228,7 @@ class SseDecoder:
                 self._event_line = self._line
             self._data.append(value)
             self._data_lines += 1
+            self._data_size += len(value) + 1
         elif field == "event":
             self._event = value or None
         elif field == "id":

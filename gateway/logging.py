@@ -8,6 +8,7 @@ message contents out of the logs.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from functools import lru_cache
 from typing import Any
@@ -52,11 +53,22 @@ def redact(_logger: Any, _method: str, event_dict: dict[str, Any]) -> dict[str, 
     return event_dict
 
 
+def _process_id(pid: int) -> Any:
+    """Adds ``pid``: with ``serve --workers N``, which process served a turn."""
+
+    def add_pid(_logger: Any, _method: str, event_dict: dict[str, Any]) -> dict[str, Any]:
+        event_dict["pid"] = pid
+        return event_dict
+
+    return add_pid
+
+
 def configure_logging(level: str = "info", fmt: str = "json") -> None:
     numeric = logging.getLevelName(level.upper())
     processors: list[Any] = [
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,
+        _process_id(os.getpid()),
         structlog.processors.TimeStamper(fmt="iso", utc=True),
         redact,
     ]

@@ -18,7 +18,7 @@ import orjson
 import pytest
 
 from gateway.replay import replay_file
-from tests.gateway_harness import user_body
+from tests.gateway_harness import agent_ops_turn, user_body
 from tests.helpers import decode_sse, types
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,6 +75,56 @@ def process(
                 proc.wait()
         if proc.stdout:
             proc.stdout.close()
+
+
+def test_with_two_workers_both_serve_turns(tmp_path: Path) -> None:
+    quick = tmp_path / "quick.jsonl"
+    quick.write_text("\n".join(orjson.dumps(e).decode() for e in agent_ops_turn("hi")) + "\n")
+    up_port, gw_port = free_port(), free_port()
+    upstream = f"ws://127.0.0.1:{up_port}/sessions/{{session_id}}/ws"
+    with (
+        process("mock-upstream", "--port", str(up_port), str(quick), ready_line="mock upstream:"),
+        process(
+            "serve", "--port", str(gw_port), "--workers", "2", "--dialect", "agent-ops-v2",
+            "--upstream", upstream, ready_url=f"http://127.0.0.1:{gw_port}/healthz",
+        ) as gateway,
+    ):  # fmt: skip
+        assert gateway.stdout is not None
+        pids: set[int] = set()
+        deadline = time.monotonic() + 20
+        turns = 0
+        # Which process accepts a connection is the kernel's choice: turns until both did.
+        while len(pids) < 2 and time.monotonic() < deadline and turns < 400:
+            turns += 1
+            sock = _started_turn(gw_port, f"s{turns}")
+            assert _rest_of(sock).endswith(b"data: [DONE]\n\n\r\n0\r\n\r\n")
+            while select.select([gateway.stdout], [], [], 0.01)[0]:
+                line = gateway.stdout.readline()
+                if line.startswith("{") and '"stream.end"' in line:
+                    pids.add(orjson.loads(line)["pid"])
+    assert len(pids) == 2, (pids, turns)
+
+
+def _started_turn(port: int, session: str) -> socket.socket:
+    """A turn started on a raw connection (its answer is read later by :func:`_rest_of`)."""
+    body = orjson.dumps(user_body())
+    sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+    head = (
+        f"POST /api/sessions/{session}/chat HTTP/1.1\r\nhost: x\r\ncontent-type: "
+        f"application/json\r\ncontent-length: {len(body)}\r\nconnection: close\r\n\r\n"
+    )
+    sock.sendall(head.encode() + body)
+    assert sock.recv(12).startswith(b"HTTP/1.1 200")
+    return sock
+
+
+def _rest_of(sock: socket.socket) -> bytes:
+    """What the connection says until the gateway closes it (chunked framing and all)."""
+    data = b""
+    with sock:
+        while chunk := sock.recv(65536):
+            data += chunk
+    return data
 
 
 def post_chat(base: str, session: str, body: dict | None = None) -> httpx.Response:
@@ -170,12 +220,9 @@ def test_sigterm_drains_open_streams_with_a_valid_ending(tmp_path: Path, workers
             ready_url=f"http://127.0.0.1:{gw_port}/healthz",
         ) as gateway,
     ):
-        if workers > 1:  # every worker serves the port: several turns of one session at once
-            answers = [
-                httpx.get(f"http://127.0.0.1:{gw_port}/healthz", timeout=5, trust_env=False)
-                for _ in range(4)
-            ]
-            assert all(a.status_code == 200 for a in answers)
+        others = []
+        if workers > 1:  # every worker serves the port: turns of other sessions meanwhile
+            others = [_started_turn(gw_port, f"other{i}") for i in range(12)]
         body = b""
         with httpx.stream(
             "POST",
@@ -188,6 +235,8 @@ def test_sigterm_drains_open_streams_with_a_valid_ending(tmp_path: Path, workers
                 body += part
                 if b"w3 " in body and gateway.poll() is None:
                     gateway.send_signal(signal.SIGTERM)
+        for other in others:  # every turn of every worker ended validly too
+            assert _rest_of(other).endswith(b"data: [DONE]\n\n\r\n0\r\n\r\n")
         # uvicorn re-raises the signal after its graceful shutdown: -SIGTERM is a clean exit
         assert gateway.wait(15) in (0, -signal.SIGTERM)
     chunks = decode_sse(body)

@@ -1,27 +1,26 @@
 """The turn driver's flush interval: a burst of upstream frames goes out in one write per
 interval, a frame after a pause goes out at once. Driven by an upstream whose frames arrive at
-set times (as a socket would deliver them) and a writer that records each write."""
+set times (as a socket would deliver them) and a writer that records each write, on virtual
+time (``looptime``): the intervals are exact, whatever else the machine is doing."""
 
 from __future__ import annotations
 
-import asyncio
-from collections import deque
 from typing import Any
 
-import orjson
+import pytest
 
-from gateway.driver import DriverSettings, TurnDriver
-from gateway.transports import UpstreamEnded
 from tests.helpers import new_turn
+from tests.timed_upstream import TimedUpstream, record_writes, settings
 
 TURN = "t1"
+pytestmark = pytest.mark.looptime
 
 
 def delta(text: str) -> dict[str, Any]:
     return {"type": "message.part.text-delta", "turnId": TURN, "delta": text}
 
 
-def turn(*timed_deltas: tuple[float, str], end: float) -> list[tuple[float, dict[str, Any]]]:
+def turn(*timed_deltas: tuple[float, str], end: float) -> list[tuple[float, Any]]:
     return [
         (0.0, {"type": "message.create", "turnId": TURN}),
         *[(at, delta(text)) for at, text in timed_deltas],
@@ -30,68 +29,17 @@ def turn(*timed_deltas: tuple[float, str], end: float) -> list[tuple[float, dict
     ]
 
 
-class TimedUpstream:
-    """Frames that arrive at given times (seconds after the first ``recv``)."""
-
-    def __init__(self, timeline: list[tuple[float, dict[str, Any]]]) -> None:
-        self.timeline = deque(timeline)
-        self.start: float | None = None
-        self.gathered: list[float] = []
-
-    def _now(self) -> float:
-        loop = asyncio.get_running_loop()
-        if self.start is None:
-            self.start = loop.time()
-        return loop.time() - self.start
-
-    async def recv(self) -> bytes:
-        if not self.timeline:
-            raise UpstreamEnded
-        at, frame = self.timeline[0]
-        wait = at - self._now()
-        if wait > 0:
-            await asyncio.sleep(wait)
-        self.timeline.popleft()
-        return orjson.dumps(frame)
-
-    def buffered(self) -> bool:
-        return bool(self.timeline) and self.timeline[0][0] <= self._now()
-
-    def wake(self) -> None:  # pragma: no cover - nothing times out here
-        pass
-
-    async def gather(self, seconds: float) -> None:
-        self.gathered.append(seconds)
-        await asyncio.sleep(seconds)
-
-    async def aclose(self, *, abort: bool = False) -> None:
-        pass
-
-
 async def run_turn(
-    timeline: list[tuple[float, dict[str, Any]]], flush_interval: float
+    timeline: list[tuple[float, Any]], flush_interval: float
 ) -> tuple[list[tuple[float, list[dict[str, Any]]]], TimedUpstream]:
     """Run one turn; return each write of upstream data (seconds after start, its chunks)."""
     upstream = TimedUpstream(timeline)
-    settings = DriverSettings(
-        first_event_timeout=5,
-        idle_timeout=5,
-        total_timeout=30,
-        keepalive_interval=4,
+    driver_settings = settings(
+        first_event_timeout=5, idle_timeout=5, total_timeout=30, keepalive_interval=4,
         flush_interval=flush_interval,
-    )
-    driver = TurnDriver(upstream, new_turn("agent-ops-v2"), settings)
-    writes: list[tuple[float, list[dict[str, Any]]]] = []
-
-    async def write(body: bytes) -> None:
-        chunks = [
-            orjson.loads(line[6:]) for line in body.split(b"\n\n") if line.startswith(b"data: {")
-        ]
-        if chunks:
-            writes.append((upstream._now(), chunks))
-
-    await asyncio.wait_for(driver.run(write), 10)
-    return writes, upstream
+    )  # fmt: skip
+    writes, _ = await record_writes(upstream, new_turn("agent-ops-v2"), driver_settings)
+    return [(at, chunks) for at, chunks in writes if chunks], upstream
 
 
 def deltas_of(chunks: list[dict[str, Any]]) -> list[str]:

@@ -1,6 +1,6 @@
 """An upstream whose frames arrive at set times, for driving a :class:`TurnDriver` in tests.
 
-Times are seconds on the running loop's clock after the first ``recv``. Tests that use it run on
+Times are seconds on the running loop's clock after the turn started. Tests that use it run on
 virtual time (``@pytest.mark.looptime``: the loop's clock jumps to the next timer when nothing
 is ready), so a 120 s idle timeout costs no wall-clock time and no result depends on how busy
 the machine is."""
@@ -25,7 +25,8 @@ Timeline = Iterable[tuple[float, dict[str, Any] | None]]
 
 
 class TimedUpstream:
-    """Frames that arrive at given times; the end of the timeline is the upstream's end."""
+    """Frames that arrive at given times (seconds after the first :meth:`now`); the end of the
+    timeline is the upstream's end."""
 
     def __init__(self, timeline: Timeline, *, ends: bool = True) -> None:
         self.timeline = deque(timeline)
@@ -103,6 +104,7 @@ async def record_writes(
 ) -> tuple[list[Write], TurnDriver]:
     """Run one turn; each write of chunks (seconds after the start, its chunks) and the driver.
     Keep-alive comments are recorded as a write of no chunks."""
+    upstream.now()  # times count from here
     driver = TurnDriver(upstream, turn, driver_settings, clock=asyncio.get_running_loop().time)
     writes: list[Write] = []
 

@@ -131,7 +131,10 @@ async def test_an_event_that_never_ends_is_capped_by_max_event_bytes(framing: st
     assert frames == ['{"n":1}']  # what came before is delivered
 
 
-async def test_the_gateway_ends_the_turn_with_a_clear_error_for_an_oversized_event() -> None:
+@pytest.mark.conformance
+async def test_the_gateway_ends_the_turn_with_a_clear_error_for_an_oversized_event(
+    real_clients,
+) -> None:
     from tests.gateway_harness import http_upstream, sse_response
 
     def endless(request: object) -> object:
@@ -147,6 +150,9 @@ async def test_the_gateway_ends_the_turn_with_a_clear_error_for_an_oversized_eve
     errors = [c for c in chunks if c["type"] == "error"]
     assert errors and "larger than this gateway accepts" in errors[0]["errorText"]
     assert chunks[-1]["type"] == "finish"
+    for major, verdict in real_clients.check(response.content).items():
+        assert verdict.ok and verdict.error_text == errors[0]["errorText"], (major, verdict)
+        assert verdict.text() == "Hi"  # what came before the oversized event is kept
 
 
 def feed_response(parts: list[bytes]) -> tuple[list[str], Exception | None]:

@@ -105,13 +105,22 @@ SSE_HEAD = (
 )
 
 
-async def test_chunked_events_split_anywhere_and_the_connection_is_kept_alive() -> None:
+@pytest.mark.parametrize("terminator_apart", [False, True], ids=["together", "apart"])
+async def test_chunked_events_split_anywhere_and_the_connection_is_kept_alive(
+    terminator_apart: bool,
+) -> None:
     def handler(state: RawServer) -> Handler:
         async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             while True:
                 await state.read_request(reader)
                 writer.write(SSE_HEAD)
-                writer.write(chunked(b'event: a\ndata: {"n"', b":1}\n\ndata: caf\xc3", b"\xa9\n\n"))
+                body = chunked(b'event: a\ndata: {"n"', b":1}\n\ndata: caf\xc3", b"\xa9\n\n")
+                if terminator_apart:  # the last chunk, "0\r\n\r\n", in a segment of its own
+                    writer.write(body[:-5])
+                    await writer.drain()
+                    await asyncio.sleep(0.05)
+                    body = body[-5:]
+                writer.write(body)
                 await writer.drain()
 
         return serve

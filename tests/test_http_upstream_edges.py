@@ -1,6 +1,7 @@
 """HTTP upstream edges (issue 22, item 7): a large error body answered promptly, h11 protocol
 errors as upstream errors (never internal ones), one event capped by ``max_event_bytes``, a
-body split at every byte offset, and the chunked terminator in a segment of its own."""
+body split at every byte offset, a partial event in flow control. (The chunked terminator in a
+segment of its own: ``test_http_sse_transport``.)"""
 
 from __future__ import annotations
 
@@ -155,35 +156,43 @@ async def test_the_gateway_ends_the_turn_with_a_clear_error_for_an_oversized_eve
         assert verdict.text() == "Hi"  # what came before the oversized event is kept
 
 
+class FakeTransport:
+    """What a connection shell writes to and pauses, without a socket: reads are fed by hand."""
+
+    def __init__(self) -> None:
+        #: ``True`` per pause_reading, ``False`` per resume_reading.
+        self.paused: list[bool] = []
+
+    def write(self, data: bytes) -> None:
+        pass
+
+    def pause_reading(self) -> None:
+        self.paused.append(True)
+
+    def resume_reading(self) -> None:
+        self.paused.append(False)
+
+    def abort(self) -> None:
+        pass
+
+
+def requested_shell(transport: FakeTransport) -> _Shell:
+    """A connection shell that has sent a request and waits for the response."""
+    shell = _Shell(Origin("http", "127.0.0.1", 80))
+    shell.connection_made(transport)  # type: ignore[arg-type]
+    headers = [("host", "x"), ("content-length", "2")]
+    shell.send(h11.Request(method="POST", target="/", headers=headers), b"{}")
+    return shell
+
+
 def feed_response(parts: list[bytes]) -> tuple[list[str], Exception | None]:
     """A fresh connection shell fed ``parts`` as successive reads: its frames and how it ended."""
 
-    class Transport:
-        def write(self, data: bytes) -> None:
-            pass
-
-        def pause_reading(self) -> None:
-            pass
-
-        def resume_reading(self) -> None:
-            pass
-
-        def abort(self) -> None:
-            pass
-
     async def run() -> tuple[list[str], Exception | None]:
-        shell = _Shell(Origin("http", "127.0.0.1", 80))
-        shell.connection_made(Transport())  # type: ignore[arg-type]
-        shell.send(
-            h11.Request(
-                method="POST", target="/", headers=[("host", "x"), ("content-length", "2")]
-            ),
-            b"{}",
-        )
+        shell = requested_shell(FakeTransport())
         for part in parts:
             shell.data_received(part)
-        frames = list(shell.frames)
-        return frames, shell.end
+        return list(shell.frames), shell.end
 
     return asyncio.run(run())
 
@@ -203,57 +212,13 @@ def test_a_recorded_body_split_at_every_byte_offset_gives_the_same_frames() -> N
         assert isinstance(end, UpstreamEnded), offset
 
 
-async def test_the_chunked_terminator_alone_in_a_segment_ends_the_body_and_keeps_the_connection(
-) -> None:  # fmt: skip
-    def handler(state: RawServer) -> Handler:
-        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            while True:
-                await state.read_request(reader)
-                event = b'data: {"n":1}\n\n'
-                writer.write(SSE_HEAD + b"%x\r\n%s\r\n" % (len(event), event))
-                await writer.drain()
-                await asyncio.sleep(0.05)
-                writer.write(b"0\r\n\r\n")  # the terminator, in a segment of its own
-                await writer.drain()
-
-        return serve
-
-    pool = HttpConnectionPool()
-    async with raw_server(handler) as (url, state):
-        for _ in range(3):
-            upstream = await open_(pool, url)
-            assert await drain(upstream) == ['{"n":1}']
-            await upstream.aclose()
-        await pool.aclose()
-    assert state.connections == 1
-
-
 async def test_a_partial_event_counts_towards_the_read_high_water_mark() -> None:
-    paused: list[bool] = []
-
-    class Transport:
-        def write(self, data: bytes) -> None:
-            pass
-
-        def pause_reading(self) -> None:
-            paused.append(True)
-
-        def resume_reading(self) -> None:
-            paused.append(False)
-
-        def abort(self) -> None:
-            pass
-
-    shell = _Shell(Origin("http", "127.0.0.1", 80))
-    shell.connection_made(Transport())  # type: ignore[arg-type]
-    shell.send(
-        h11.Request(method="POST", target="/", headers=[("host", "x"), ("content-length", "2")]),
-        b"{}",
-    )
+    transport = FakeTransport()
+    shell = requested_shell(transport)
     # One small complete event and a large partial one: together over the high-water mark.
     body = b'data: {"n":1}\n\ndata: ' + b"x" * 70_000
     shell.data_received(SSE_HEAD + b"%x\r\n%s\r\n" % (len(body), body))
-    assert list(shell.frames) == ['{"n":1}'] and paused == [True]
+    assert list(shell.frames) == ['{"n":1}'] and transport.paused == [True]
     shell.frames.popleft()
     shell.taken(len('{"n":1}'))
-    assert paused == [True, False]  # nothing left to take: the partial event must complete
+    assert transport.paused == [True, False]  # nothing left to take: the partial must complete

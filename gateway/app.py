@@ -75,17 +75,13 @@ async def chat(request: Request) -> Any:
         forward = authenticate(config, request.headers.get("authorization"), session_id)
         return await open_turn(state, chat_request, session_id, forward, request_id, started, log)
     except Exception as exc:
-        error = rejected(state, log, exc, started)
-        lingering = (config.lingering_bytes, config.lingering_time)
-        return refusal(error, body_read=body_read, lingering=lingering)
+        lingering = None if body_read else (config.lingering_bytes, config.lingering_time)
+        return refusal(rejected(state, log, exc, started), lingering)
 
 
 def _rejected(state: GatewayState, log: Any, exc: Exception, started: float) -> Response:
     """The HTTP error for a request that failed before streaming (it has no body to read)."""
-    error = rejected(state, log, exc, started)
-    return PlainTextResponse(
-        error.client_message, status_code=error.status_hint, headers=error.headers
-    )
+    return refusal(rejected(state, log, exc, started))
 
 
 def _resumable(request: Request) -> tuple[GatewayState, tuple[str, str]]:

@@ -124,7 +124,8 @@ class _Connection:
                     self.abort(request_id)
                 elif kind == "send" and request_id not in self.requests:
                     request = self.requests[request_id] = _Request(request_id)
-                    request.task = asyncio.create_task(self.start(request, frame, len(text)))
+                    size = len(text) if text.isascii() else len(text.encode())  # bytes
+                    request.task = asyncio.create_task(self.start(request, frame, size))
                 elif kind == "resume" and request_id not in self.requests:
                     request = self.requests[request_id] = _Request(request_id)
                     request.task = asyncio.create_task(self.resume(request, frame))

@@ -30,8 +30,10 @@ from protocol_specs.chat_request import ChatRequest
 __all__ = [
     "LingeringRefusal",
     "check_session",
-    "parse_chat_request",
+    "check_size",
     "parse_chat_body",
+    "parse_chat_request",
+    "refusal",
     "rejected",
 ]
 
@@ -108,9 +110,10 @@ def rejected(
     return exc
 
 
-def refusal(error: GatewayError, *, body_read: bool, lingering: tuple[int, float]) -> Response:
-    """The HTTP answer to a refused request: plain text, lingering when the body is unread."""
-    if body_read:
+def refusal(error: GatewayError, lingering: tuple[int, float] | None = None) -> Response:
+    """The HTTP answer to a refused request: plain text; ``lingering`` (bytes, seconds) when
+    the request's body is still unread (:class:`LingeringRefusal`)."""
+    if lingering is None:
         return PlainTextResponse(error.client_message, error.status_hint, headers=error.headers)
     return LingeringRefusal(error, *lingering)
 

@@ -8,14 +8,17 @@ keep-alives are exact, whatever the machine is doing."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from gateway.replay import replay_file
 from tests.gateway_harness import ScriptedUpstream, events, post, running_gateway, user_body
 from tests.helpers import new_turn
 from tests.timed_upstream import TimedUpstream, record_writes, settings
 
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 TURN = "t1"
 CREATE = {"type": "message.create", "turnId": TURN}
 QUESTION = {"type": "question", "questionId": "q1", "question": "Tabs or spaces?"}
@@ -220,3 +223,16 @@ async def test_the_live_gateway_keeps_what_an_agent_says_after_asking_in_passing
         assert verdict.parts("tool-ask_user")[0]["state"] == "input-available"
     assert 0.3 <= took < 3  # the settle window, not the idle timeout
     assert not upstream.aborted("waiting") and not upstream.aborted("passing")
+
+
+@pytest.mark.conformance
+def test_the_asks_in_passing_recording_keeps_every_word_for_ai_5_6_7(real_clients) -> None:
+    recording = FIXTURES / "agent-ops-v2" / "question-in-passing.jsonl"
+    after = "All 42 tests pass. Tell me about the indentation when you can; I will use spaces"
+    for target in (5, 6, 7):
+        body = replay_file("agent-ops-v2", recording, target=target)
+        verdict = real_clients.check(body, majors=(target,))[target]
+        assert verdict.ok and verdict.finish_reason == "tool-calls", (target, verdict.fatal)
+        assert verdict.text() == "I will start with the tests. " + after + " until then.", target
+        assert verdict.parts("tool-ask_user")[0]["state"] == "input-available"
+        assert verdict.parts("tool-run_tests")[0]["state"] == "output-available"

@@ -236,3 +236,19 @@ def test_the_asks_in_passing_recording_keeps_every_word_for_ai_5_6_7(real_client
         assert verdict.text() == "I will start with the tests. " + after + " until then.", target
         assert verdict.parts("tool-ask_user")[0]["state"] == "input-available"
         assert verdict.parts("tool-run_tests")[0]["state"] == "output-available"
+
+
+@pytest.mark.conformance
+@pytest.mark.looptime(False)
+async def test_the_demo_asks_in_passing_on_cue_and_answers_all_the_same(real_clients) -> None:
+    from tests.test_approvals import demo_gateway
+    from translators.dialects.agent_ops_v2 import DEMO_AFTER_TOOL
+
+    async with demo_gateway() as (gw, upstream):
+        response = await post(gw, "demo", user_body("ask in passing, please"))
+    for major, verdict in real_clients.check(response.content).items():
+        assert verdict.ok and verdict.finish_reason == "tool-calls", (major, verdict.fatal)
+        assert verdict.text().endswith(DEMO_AFTER_TOOL), major  # nothing cut after the question
+        (question,) = verdict.parts("tool-ask_user")
+        assert question["state"] == "input-available"
+    assert not [f for f in upstream.received["demo"] if f.get("type") == "abort"]

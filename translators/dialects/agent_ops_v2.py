@@ -349,7 +349,8 @@ def demo_turn(
     """One scripted, realistic turn: status updates, a markdown answer streamed word by word, a
     tool going pending → running → completed, more text. "fail" in the prompt makes the agent
     report an error mid-answer; "slow" streams eight times slower (for trying Stop); "ask" makes
-    it ask a question (the answer frame continues the turn); "approve" makes it ask permission
+    it ask a question (the answer frame continues the turn), "passing" ask one in passing and
+    go on with its answer without waiting; "approve" makes it ask permission
     before a tool runs (the approval frame continues it). After the abort frame the turn is
     finalized as ``canceled``."""
     text = str(prompt.get("content", "")) if isinstance(prompt, dict) else ""
@@ -374,14 +375,16 @@ def demo_turn(
             "reason": "Deleting a branch cannot be undone.",
         }
         return
-    if "ask" in text.lower().split() or "ask?" in text.lower():
+    passing = "passing" in text.lower()
+    question = {
+        "type": "question",
+        "questionId": f"q_{number:04d}",
+        "question": "Which color do you prefer?",
+        "options": ["red", "green", "blue"],
+    }
+    if not passing and ("ask" in text.lower().split() or "ask?" in text.lower()):
         yield from _opening(turn, "Before I answer, one question.", pace)
-        yield {
-            "type": "question",
-            "questionId": f"q_{number:04d}",
-            "question": "Which color do you prefer?",
-            "options": ["red", "green", "blue"],
-        }
+        yield question
         return
 
     def status(value: str) -> dict[str, Any]:
@@ -396,7 +399,7 @@ def demo_turn(
     tool = {"type": "message.part.tool-update", "turnId": turn, "callId": call}
     tool["toolName"] = "search_docs"
     query = {"query": text[:80]}
-    answer = [
+    answer: list[Any] = [
         status("thinking"),
         {"type": "message.create", "turnId": turn, "channelType": "web"},
         status("streaming"),
@@ -411,6 +414,8 @@ def demo_turn(
         status("streaming"),
         *deltas(DEMO_AFTER_TOOL),
     ]
+    if passing:  # it asks, and works on without waiting for the answer
+        answer[7:7] = [question, Pause(pace * 10)]  # after its first words
     ok = yield from _play(answer, pace, aborted)
     if ok and "fail" in text.lower():
         yield {"type": "error", "messageId": turn, "error": DEMO_FAILURE}

@@ -128,13 +128,18 @@ class ChatStream:
             await pump
         return False
 
+    @property
+    def must_abort(self) -> bool:
+        """The upstream must hear the abort frame: the gateway ended the turn itself, or our
+        own bug did."""
+        driver = self.driver
+        return driver.abandoned or driver.turn.internal_error is not None
+
     async def turn_over(self) -> None:
         """The turn ended for the client: free the session now, unless the upstream must hear
         the abort frame first (then :meth:`end` frees it after the close)."""
-        driver = self.driver
-        if driver.abandoned or driver.turn.internal_error is not None:
-            return
-        await self.release()
+        if not self.must_abort:
+            await self.release()
 
     async def release(self) -> None:
         """Free the session's turn (once)."""
@@ -173,9 +178,8 @@ class ChatStream:
         if gone:
             driver.turn.close(_ABORTED)
             driver.abandoned = True
-        abandon = driver.abandoned or driver.turn.internal_error is not None
         try:
-            await driver.upstream.aclose(abort=abandon)
+            await driver.upstream.aclose(abort=self.must_abort)
         finally:
             await self.release()
             await self.on_done(self)

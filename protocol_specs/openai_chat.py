@@ -48,7 +48,13 @@ from typing import Any, Final, Literal, NotRequired, TypedDict
 
 import orjson
 
-__all__ = ["FINISH_REASONS", "TERMINAL_FRAME", "USAGE_FIELDS", "messages_from_ui"]
+__all__ = [
+    "AI_SDK_DIFFERENCES",
+    "FINISH_REASONS",
+    "TERMINAL_FRAME",
+    "USAGE_FIELDS",
+    "messages_from_ui",
+]
 
 
 class FunctionDelta(TypedDict, total=False):
@@ -85,6 +91,11 @@ class ChatCompletionChunk(TypedDict):
     choices: list[Choice]
     usage: NotRequired[dict[str, Any] | None]
 
+
+#: Where chunkbridge and ``@ai-sdk/openai-compatible`` (or ``@ai-sdk/openai``'s chat model for
+#: OpenAI and Azure) + ``streamText`` + ``toUIMessageStream`` end with different ``UIMessage``\\s
+#: for the same recorded stream (tests/test_provider_differential.py).
+AI_SDK_DIFFERENCES: Final[dict[str, str]] = {}
 
 FINISH_REASONS: Final[dict[str, str]] = {
     "stop": "stop",

@@ -6,13 +6,16 @@
 // what a Node route would send to useChat. Nothing here interprets the stream: the Python side runs
 // that body and chunkbridge's through the same real client (check.mjs) and compares the messages.
 //
-// Input  (stdin): JSON array of cases {id, provider: "anthropic" | "openai" | "google",
-//                 frames: [SSE data payloads], tools: [tool names the model may call]}
+// Input  (stdin): JSON array of cases {id, provider: "anthropic" | "openai" | "google" |
+//                 "openai-chat" | "openai-compatible", frames: [SSE data payloads],
+//                 tools: [tool names the app declares], providerTools: [{name, factory, args}]:
+//                 the provider's own tools (`openai.tools.shell`…) declared under `name`}
 // Output (stdout): JSON array of {id, body_b64, error?}
 import { createServer } from "node:http";
 import { createAnthropic } from "@ai-sdk/anthropic";
 import { createGoogleGenerativeAI } from "@ai-sdk/google";
 import { createOpenAI } from "@ai-sdk/openai";
+import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { jsonSchema, streamText, tool } from "ai7";
 
 const TIMEOUT_MS = 20_000;
@@ -42,10 +45,22 @@ async function serve(body) {
   return server;
 }
 
+function providerTools(provider, base, declared) {
+  const options = { baseURL: base, apiKey: "test-key" };
+  const module = provider === "anthropic" ? createAnthropic(options) : createOpenAI(options);
+  return Object.fromEntries(
+    (declared ?? []).map(({ name, factory, args }) => [name, module.tools[factory](args ?? {})]),
+  );
+}
+
 function model(provider, base) {
   const options = { baseURL: base, apiKey: "test-key" };
   if (provider === "anthropic") return createAnthropic(options)("claude-sonnet-4-5");
   if (provider === "openai") return createOpenAI(options).responses("gpt-5");
+  if (provider === "openai-chat") return createOpenAI(options).chat("gpt-5");
+  if (provider === "openai-compatible") {
+    return createOpenAICompatible({ ...options, name: "compatible", includeUsage: true })("model");
+  }
   if (provider === "google") return createGoogleGenerativeAI(options)("gemini-2.5-flash");
   throw new Error(`unknown provider ${provider}`);
 }
@@ -54,12 +69,15 @@ async function runOne(testCase) {
   const server = await serve(sseBody(testCase.provider, testCase.frames));
   const { port } = server.address();
   const base = `http://127.0.0.1:${port}/v1${testCase.provider === "google" ? "beta" : ""}`;
-  const tools = Object.fromEntries(
-    (testCase.tools ?? []).map((name) => [
-      name,
-      tool({ inputSchema: jsonSchema({ type: "object", additionalProperties: true }) }),
-    ]),
-  );
+  const tools = {
+    ...Object.fromEntries(
+      (testCase.tools ?? []).map((name) => [
+        name,
+        tool({ inputSchema: jsonSchema({ type: "object", additionalProperties: true }) }),
+      ]),
+    ),
+    ...providerTools(testCase.provider, base, testCase.providerTools),
+  };
   try {
     const result = streamText({
       model: model(testCase.provider, base),

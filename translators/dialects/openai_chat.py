@@ -34,11 +34,17 @@ from translators.kit import (
     require_list,
     usage_metadata,
 )
+from translators.kit.provider import content_pieces
 
 __all__ = ["DIALECT", "OpenAIChatSettings", "OpenAIChatTranslator"]
 
 _CHUNK = "chat.completion.chunk"
+_CHUNK_PREFIX = "chat.completion"
 _ERROR = "error"
+
+
+def _is_chunk_kind(kind: Any) -> bool:
+    return isinstance(kind, str) and kind.startswith(_CHUNK_PREFIX)
 
 
 class OpenAIChatTranslator(Translator):
@@ -58,8 +64,9 @@ class OpenAIChatTranslator(Translator):
         if "error" in event and "choices" not in event:
             return _ERROR
         kind = event.get("object")
-        # Azure's prompt-filter chunk has "object": "" (and no choices): a chunk all the same.
-        if kind == _CHUNK or (not kind and "choices" in event):
+        # Azure's prompt-filter chunk has "object": "" (and no choices), Perplexity's last one
+        # "chat.completion.done": chunks all the same.
+        if kind == _CHUNK or ("choices" in event and (not kind or _is_chunk_kind(kind))):
             return _CHUNK
         return kind if isinstance(kind, str) else None
 
@@ -117,7 +124,7 @@ class OpenAIChatTranslator(Translator):
                 out.append(self._finish())
         return out
 
-    def _on_choice(self, choice: dict[str, Any]) -> list[Chunk]:
+    def _on_choice(self, choice: dict[str, Any]) -> list[Item]:
         delta = require_dict(choice.get("delta") or {}, "'delta'")
         finish_reason = choice.get("finish_reason")
         if finish_reason is not None and not isinstance(finish_reason, str):
@@ -128,7 +135,7 @@ class OpenAIChatTranslator(Translator):
             require_dict(call_delta.get("function") or {}, "a tool call's 'function'")
             if not isinstance(call_delta.get("index", 0), int):
                 raise MalformedEvent("tool call 'index' must be an integer")
-        out: list[Chunk] = []
+        out: list[Item] = []
         if self._finish_reason is not None and (delta or finish_reason):
             # A further completion in the same stream: the next step of a multi-step agent.
             self._finish_reason = None
@@ -137,8 +144,17 @@ class OpenAIChatTranslator(Translator):
         if isinstance(reasoning, str) and reasoning:
             out += self.reasoning_delta(reasoning)
         content = delta.get("content")
-        if isinstance(content, str) and content:
-            out += self.text_delta(content)
+        if isinstance(content, str):  # the common shape, without the general path's cost
+            if content:
+                out += self.text_delta(content)
+        elif content is not None:
+            for kind, value in content_pieces(content):
+                if kind == "text":
+                    out += self.text_delta(value)
+                elif kind == "reasoning":
+                    out += self.reasoning_delta(value)
+                else:
+                    out += self.malformed("a content part of an unknown shape", value)
         refusal = delta.get("refusal")
         if isinstance(refusal, str) and refusal:
             out += self._refusal(refusal)

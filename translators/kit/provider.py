@@ -31,6 +31,7 @@ __all__ = [
     "provider_error",
     "start_chunks",
     "apply_overrides",
+    "content_pieces",
     "parse_data_url",
     "steps_of",
     "system_prompt",
@@ -169,3 +170,43 @@ def provider_error(status: int, body: bytes) -> dict[str, Any]:
         error: dict[str, Any] = parsed["error"]
         return error
     return {"message": f"The model provider refused the request ({status})."}
+
+
+def content_pieces(content: Any) -> list[tuple[str, Any]]:
+    """A message delta's content in whatever shape the server sends it, as ``(kind, value)``
+    pieces in order: ``("text", str)``, ``("reasoning", str)``, or ``("unknown", piece)``.
+
+    A string is text; a list holds content parts (Mistral's reasoning models):
+    ``{"type": "text", "text"}`` is text, ``{"type": "thinking", "thinking": [{"type": "text",
+    "text"}]}`` reasoning, as the AI SDK's ``openai-compatible`` provider reads them. Any other
+    part that carries a ``text`` string is kept as text; what carries none is ``unknown`` for
+    the caller to keep visibly (never dropped). Empty text is left out."""
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [("text", content)] if content else []
+    pieces: list[tuple[str, Any]] = []
+    for part in content if isinstance(content, list) else [content]:
+        if isinstance(part, str):
+            kind, text = "text", part
+        elif not isinstance(part, dict):
+            pieces.append(("unknown", part))
+            continue
+        elif part.get("type") == "thinking" and isinstance(part.get("thinking"), list):
+            kind = "reasoning"
+            text = "".join(_texts(part["thinking"]))
+        elif isinstance(part.get("text"), str):
+            kind, text = "text", part["text"]
+        else:
+            pieces.append(("unknown", part))
+            continue
+        if text:
+            pieces.append((kind, text))
+    return pieces
+
+
+def _texts(parts: list[Any]) -> Iterator[str]:
+    for part in parts:
+        text = part.get("text") if isinstance(part, dict) else None
+        if part.get("type") == "text" and isinstance(text, str):
+            yield text

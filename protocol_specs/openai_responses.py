@@ -127,6 +127,25 @@ USAGE_FIELDS: Final[dict[str, tuple[str, ...]]] = {
 #: Where chunkbridge and ``@ai-sdk/openai`` (Responses) + ``streamText`` + ``toUIMessageStream``
 #: end with different ``UIMessage``\\s for the same stream (tests/test_provider_differential.py).
 AI_SDK_DIFFERENCES: Final[dict[str, str]] = {
+    "provider-tools-not-dynamic": "OpenAI's hosted tools (file search, image generation) the "
+    "app did not declare to `streamText`: the AI SDK shows them as `dynamic-tool`; ours are "
+    "`tool-<name>` parts, as every provider-run tool, declared or not.",
+    "raw-reasoning-text-kept": "`reasoning_text.delta` (raw reasoning, as LM Studio streams it): "
+    "the AI SDK's provider reads only reasoning summaries and leaves the part empty; ours shows "
+    "the text.",
+    "hosted-tool-status-text": "a hosted tool item that ends in another status (Azure's web "
+    "search still `searching`): both end the part in `output-error`; the AI SDK's `errorText` "
+    "is the status as JSON, ours a sentence naming it.",
+    "app-run-tools-finish-tool-calls": "a shell command (`shell_call` without a hosted "
+    "environment), a `local_shell_call` or a client-side `tool_search_call` waits for the app "
+    "to run it: ours finishes `tool-calls`, the AI SDK's provider `stop` (it counts only "
+    "function, custom, computer and patch calls), which tells an agent loop there is nothing "
+    "to run.",
+    "ai-sdk-rejects-real-stream": "real streams the AI SDK's provider fails on: xAI's "
+    "`url_citation` annotations without `start_index`/`end_index`/`title` (the provider's "
+    "strict schema ends the stream with `Type validation failed`), and a follow-up response "
+    "carrying a `program_output` for the previous response's program (nothing shown). "
+    "chunkbridge keeps the answer, its sources and the result.",
     "mcp-call-on-approval-part": "an `mcp_call` made after an approval (`approval_request_id`) "
     "is the approval's tool call: we give it the approval's id, so its output lands on the "
     "part the user approved; the AI SDK maps it the same way only through the prompt's "

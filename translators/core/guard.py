@@ -382,12 +382,18 @@ class StreamGuard:
         self._apply({"type": "finish-step"}, out)
         self.in_step = False
 
-    def _settle_tools(self, out: list[Chunk], outcome: Outcome) -> None:
+    def _settle_tools(self, out: list[Chunk], outcome: Outcome, finish_reason: str | None) -> None:
+        # An answer that ends for the app's tool results may leave a provider's tool waiting
+        # on them (a program calling the app's tools, a deferred tool search): its result comes
+        # in the next response, on the same part.
+        waiting_on_app = finish_reason == "tool-calls" and not outcome.is_error
         for call_id, record in self.model.unsettled_tools():
             # Pending on us: input still streaming, or a tool we run. A client-run tool with
             # complete input belongs to the app after a normal end or an abort (openai-chat
             # tool calls end at tool-input-available on purpose); an error settles it too.
             if not (record.input_streaming or record.provider_executed or outcome.is_error):
+                continue
+            if record.provider_executed and waiting_on_app and not record.input_streaming:
                 continue
             if record.awaiting_approval and not outcome.is_error:
                 continue  # the app's to approve or deny
@@ -406,7 +412,7 @@ class StreamGuard:
         self.close_request = request
         outcome = CLOSE_OUTCOMES[request.reason]
         self._close_parts(out)
-        self._settle_tools(out, outcome)
+        self._settle_tools(out, outcome, request.finish_reason)
         if outcome.is_error:
             given = request.error_text
             use_given = given is not None and not self.mask_errors

@@ -14,6 +14,7 @@ import orjson
 from pydantic import Field
 
 from protocol_specs import openai_responses as spec
+from protocol_specs import openai_responses_tools as tools_spec
 from protocol_specs.openai_responses import INCOMPLETE_REASONS, USAGE_FIELDS
 from translators.kit import (
     Chunk,
@@ -67,13 +68,12 @@ _FAST_KEYS = frozenset(
 _PROGRESS_SUFFIXES = (".in_progress", ".searching", ".completed", ".interpreting", ".generating")
 
 
-#: Items the app runs (not OpenAI) whose input is not JSON text: item type → (field naming the
-#: tool, or ``None`` for the item type itself; field holding the input).
-_APP_TOOL_ITEMS: dict[str, tuple[str | None, str]] = {
-    "custom_tool_call": ("name", "input"),
-    "computer_call": (None, "action"),
-    "local_shell_call": (None, "action"),
-}
+#: Items that complete another item's tool call: OpenAI's result of a hosted shell, tool search
+#: or program.
+_RESULT_ITEMS = frozenset({"shell_call_output", "tool_search_output", "program_output"})
+#: App-run items announced when they begin (their input when they end), as the AI SDK places
+#: them; the others are announced whole at their end.
+_STARTED_APP_ITEMS = frozenset({"custom_tool_call", "computer_call", "apply_patch_call"})
 
 
 class OpenAIResponsesTranslator(Translator):
@@ -121,6 +121,12 @@ class OpenAIResponsesTranslator(Translator):
         self._tools = StreamedToolCalls(self.ids, self.tool_flags())
         #: item id → its type, for the items under way.
         self._items: dict[str, str] = {}
+        #: output index → the id its item was announced with: some hosts (GitHub Copilot)
+        #: send another id on every event of the same item.
+        self._active: dict[int, str] = {}
+        #: hosted tool searches whose ``tool_search_output`` (without a call id) is to come.
+        self._hosted_searches: list[str] = []
+        self._declared = getattr(self.options.settings, "tools", None) or {}
         #: reasoning item id → the summary indexes whose part is open.
         self._summaries: dict[str, list[int]] = {}
         self._annotations: dict[str, list[dict[str, Any]]] = {}
@@ -130,6 +136,9 @@ class OpenAIResponsesTranslator(Translator):
         #: function calls whose arguments came as deltas (else the item's own ``arguments``).
         self._streamed: set[str] = set()
         self._search_sources = False
+        #: A file search listed its files as sources (file citations then add none).
+        self._file_sources = False
+        self._retrieved: set[str] = set()
         self._function_call = False
         self._refusal = False
         self._started = False
@@ -204,14 +213,23 @@ class OpenAIResponsesTranslator(Translator):
 
     # -- items -----------------------------------------------------------------------------------
 
+    def _item_id(self, event: dict[str, Any], item_id: str) -> str:
+        """The id the event's item was announced with (by its ``output_index``)."""
+        index = event.get("output_index")
+        if type(index) is int:
+            return self._active.get(index, item_id)
+        return item_id
+
     def _on_item_added(self, event: dict[str, Any]) -> Sequence[Item]:
         item = require_dict(event.get("item"), "'item'")
         kind = require_str(item, "type")
         item_id = require_str(item, "id")
+        if type(event.get("output_index")) is int:
+            self._active[event["output_index"]] = item_id
         out: list[Item] = [*self._begin()]
         if kind == "message":
             self._items[item_id] = kind
-            meta = {_PROVIDER: {"itemId": item_id}}
+            meta = {_PROVIDER: _message_meta(item_id, item)}
             out += self._parts.start(item_id, "text", meta)
             self.text_id, self._fast_item = self._parts.part_id(item_id), item_id
         elif kind == "reasoning":
@@ -230,8 +248,13 @@ class OpenAIResponsesTranslator(Translator):
                 name=require_str(item, "name"),
                 arguments=arguments if isinstance(arguments, str) and arguments else None,
             )
-        elif kind in _APP_TOOL_ITEMS:
+        elif kind in _STARTED_APP_ITEMS:
+            self._items[item_id] = kind  # the input (not JSON text) when the item is complete
+            out.append({"type": "tool-input-start", **self._app_tool_base(kind, item_id, item)})
+        elif tools_spec.app_run(item, self._declared) or kind in _RESULT_ITEMS:
             self._items[item_id] = kind  # announced when complete: its input is not JSON text
+        elif kind in ("program", "compaction"):
+            self._items[item_id] = kind  # whole at the item's end
         elif kind == "mcp_approval_request":
             self._items[item_id] = kind  # announced when complete, with its arguments
         elif kind == "mcp_list_tools":
@@ -242,20 +265,18 @@ class OpenAIResponsesTranslator(Translator):
         elif kind.endswith("_call"):
             self._items[item_id] = kind
             flags = self.tool_flags(providerExecuted=True)
-            name = kind.removesuffix("_call")
-            base = {"toolCallId": item_id, "toolName": name, **flags}
+            base = {"toolCallId": _hosted_id(item), "toolName": tools_spec.tool_name(kind), **flags}
             out.append({"type": "tool-input-start", **base})
-            out.append({"type": "tool-input-available", **base, "input": {}})
         else:
             return [*out, *self.unknown(kind, item)]
         return out
 
     def _on_item_done(self, event: dict[str, Any]) -> Sequence[Item]:
         item = require_dict(event.get("item"), "'item'")
-        item_id = require_str(item, "id")
+        item_id = self._item_id(event, require_str(item, "id"))
         kind = self._items.pop(item_id, None)
         if kind == "message":
-            return self._end_message(item_id)
+            return self._end_message(item_id, item)
         if kind == "reasoning":
             # The key is there even when null (no ``include``): the AI SDK's shape, which apps
             # and convertToModelMessages read.
@@ -276,40 +297,88 @@ class OpenAIResponsesTranslator(Translator):
                 out += self._tools.delta(item_id, arguments=arguments)
             done = self._tools.complete(item_id)
             for chunk in done:
-                chunk["providerMetadata"] = {_PROVIDER: {"itemId": item_id}}
+                chunk["providerMetadata"] = {_PROVIDER: _call_meta(item_id, item)}
             return [*out, *done]
-        if kind in _APP_TOOL_ITEMS:
-            return self._app_tool_done(kind, item)
+        if kind is None:
+            return []
+        if tools_spec.app_run(item, self._declared):
+            return self._app_tool_done(kind, item_id, item)
+        if kind in _RESULT_ITEMS:
+            return self._hosted_result(kind, item_id, item)
+        if kind == "program":
+            return self._hosted_call("program", item["call_id"], item_id, item)
+        if kind == "compaction":
+            meta = {"type": "compaction", "itemId": item_id}
+            meta["encryptedContent"] = item.get("encrypted_content")
+            return [
+                {
+                    "type": "custom",
+                    "kind": "openai.compaction",
+                    "providerMetadata": {_PROVIDER: meta},
+                }
+            ]
         if kind == "mcp_approval_request":
             return self._mcp_approval(item)
         if kind == "mcp_call":
             return self._mcp_call(item)
-        if kind is not None and kind.endswith("_call"):
+        if kind.endswith("_call"):
             return self._provider_tool_done(kind, item_id, item)
         return []
 
-    def _app_tool_done(self, kind: str, item: dict[str, Any]) -> list[Chunk]:
+    def _app_tool_done(self, kind: str, item_id: str, item: dict[str, Any]) -> list[Chunk]:
         """A call the app runs whose input is not JSON arguments: a custom tool's free text,
-        a computer-use action, a shell command."""
+        a computer-use action, a shell command, a patch, a client-side tool search."""
         self._function_call = True
-        name_field, input_field = _APP_TOOL_ITEMS[kind]
-        name = item.get(name_field) if name_field else kind.removesuffix("_call")
-        call_id = item.get("call_id") or item["id"]
-        base = {
-            "toolCallId": call_id,
+        if kind == "custom_tool_call":
+            tool_input = item.get("input")
+        elif kind == "computer_call":
+            tool_input = item.get("action")
+        else:
+            tool_input = tools_spec.tool_input(item)
+        base = self._app_tool_base(kind, item_id, item)
+        meta = {_PROVIDER: {"itemId": item_id}}
+        started = [] if kind in _STARTED_APP_ITEMS else [{"type": "tool-input-start", **base}]
+        return [
+            *started,
+            {"type": "tool-input-available", **base, "input": tool_input, "providerMetadata": meta},
+        ]
+
+    def _app_tool_base(self, kind: str, item_id: str, item: dict[str, Any]) -> dict[str, Any]:
+        name = item.get("name") if kind == "custom_tool_call" else tools_spec.tool_name(kind)
+        return {
+            "toolCallId": item.get("call_id") or item_id,
             "toolName": name if isinstance(name, str) and name else kind,
             **self.tool_flags(),
         }
-        meta = {_PROVIDER: {"itemId": item["id"]}}
-        return [
-            {"type": "tool-input-start", **base},
-            {
-                "type": "tool-input-available",
-                **base,
-                "input": item.get(input_field),
-                "providerMetadata": meta,
-            },
-        ]
+
+    def _hosted_call(
+        self, kind: str, call_id: str, item_id: str, item: dict[str, Any], start: bool = True
+    ) -> list[Chunk]:
+        """A call OpenAI runs whose result is another item (a program, a hosted shell or tool
+        search): its input now, its output when the result item comes."""
+        flags = self.tool_flags(providerExecuted=True)
+        base = {"toolCallId": call_id, "toolName": tools_spec.tool_name(kind), **flags}
+        meta = {_PROVIDER: {"itemId": item_id}}
+        out: list[Chunk] = [{"type": "tool-input-start", **base}] if start else []
+        tool_input = tools_spec.tool_input(item)
+        out.append(
+            {"type": "tool-input-available", **base, "input": tool_input, "providerMetadata": meta}
+        )
+        return out
+
+    def _hosted_result(self, kind: str, item_id: str, item: dict[str, Any]) -> list[Chunk]:
+        call_id = item.get("call_id")
+        if not isinstance(call_id, str) and kind == "tool_search_output" and self._hosted_searches:
+            call_id = self._hosted_searches.pop(0)
+        chunk: Chunk = {
+            "type": "tool-output-available",
+            "toolCallId": call_id if isinstance(call_id, str) else item_id,
+            "output": tools_spec.tool_output(item),
+            **self.tool_flags(providerExecuted=True),
+        }
+        if kind != "shell_call_output":  # the shell's output is its call's (the AI SDK's shape)
+            chunk["providerMetadata"] = {_PROVIDER: {"itemId": item_id}}
+        return [chunk]
 
     def _mcp_base(self, item: dict[str, Any]) -> dict[str, Any]:
         """A remote MCP tool's part, as the AI SDK names it: ``mcp.<name>``, dynamic, run by the
@@ -354,10 +423,10 @@ class OpenAIResponsesTranslator(Translator):
             {"type": "tool-output-available", **flags, "output": output, "providerMetadata": meta},
         ]
 
-    def _end_message(self, item_id: str) -> list[Chunk]:
+    def _end_message(self, item_id: str, item: dict[str, Any]) -> list[Chunk]:
         if item_id == self._fast_item:
             self.text_id = self._fast_item = None
-        meta: dict[str, Any] = {"itemId": item_id}
+        meta: dict[str, Any] = _message_meta(item_id, item)
         annotations = self._annotations.pop(item_id, None)
         if annotations:
             meta["annotations"] = annotations
@@ -369,18 +438,26 @@ class OpenAIResponsesTranslator(Translator):
 
     def _provider_tool_done(self, kind: str, item_id: str, item: dict[str, Any]) -> list[Chunk]:
         flags = self.tool_flags(providerExecuted=True)
+        call_id = _hosted_id(item, item_id)
+        if kind in ("shell_call", "tool_search_call"):  # the result is an item of its own
+            if kind == "tool_search_call":
+                self._hosted_searches.append(call_id)
+            return self._hosted_call(kind, call_id, item_id, item, start=False)
         status = item.get("status")
-        if status not in (None, "completed"):
+        finished = status in (None, "completed") or item.get("result") is not None
+        base = {"toolCallId": call_id, "toolName": tools_spec.tool_name(kind), **flags}
+        out: list[Chunk] = [
+            {"type": "tool-input-available", **base, "input": tools_spec.tool_input(item)}
+        ]
+        if not finished:  # an image still "generating" with its image attached is finished
             text = f"{kind} ended with status {status}"
-            return [
-                {"type": "tool-output-error", "toolCallId": item_id, "errorText": text, **flags}
-            ]
+            return [*out, {"type": "tool-output-error", **base, "errorText": text}]
         if kind == "web_search_call":
             action = item.get("action")
             output: Any = spec.web_search_output(action)
-            out: list[Chunk] = [
-                {"type": "tool-output-available", "toolCallId": item_id, "output": output, **flags}
-            ]
+            out.append(
+                {"type": "tool-output-available", "toolCallId": call_id, "output": output, **flags}
+            )
             sources = action.get("sources") if isinstance(action, dict) else None
             for source in sources if isinstance(sources, list) else ():
                 if isinstance(source, dict) and isinstance(source.get("url"), str):
@@ -389,20 +466,52 @@ class OpenAIResponsesTranslator(Translator):
                         {"type": "source-url", "sourceId": self.ids("source"), "url": source["url"]}
                     )
             return out
-        output = {k: v for k, v in item.items() if k not in ("id", "type")}
-        return [{"type": "tool-output-available", "toolCallId": item_id, "output": output, **flags}]
+        output = tools_spec.tool_output(item)
+        out.append(
+            {"type": "tool-output-available", "toolCallId": call_id, "output": output, **flags}
+        )
+        if kind == "file_search_call":
+            out += self._file_search_sources(item)
+        return out
+
+    def _file_search_sources(self, item: dict[str, Any]) -> list[Chunk]:
+        """A document source per file the search retrieved (once per file), as the AI SDK
+        lists them; file citations in the text then add none."""
+        out: list[Chunk] = []
+        for result in item.get("results") or ():
+            file_id = result.get("file_id") if isinstance(result, dict) else None
+            if not isinstance(file_id, str):
+                continue
+            self._file_sources = True
+            if file_id in self._retrieved:
+                continue
+            self._retrieved.add(file_id)
+            name = result.get("filename") if isinstance(result.get("filename"), str) else file_id
+            meta = {"type": "file_search", "fileId": file_id}
+            out.append(
+                {
+                    "type": "source-document",
+                    "sourceId": self.ids("source"),
+                    "mediaType": "text/plain",
+                    "title": name,
+                    "filename": name,
+                    "providerMetadata": {_PROVIDER: meta},
+                }
+            )
+        return out
 
     # -- deltas ----------------------------------------------------------------------------------
 
     def _on_text_delta(self, event: dict[str, Any]) -> Sequence[Item]:
-        return self._parts.delta(require_str(event, "item_id"), "text", require_str(event, "delta"))
+        item_id = self._item_id(event, require_str(event, "item_id"))
+        return self._parts.delta(item_id, "text", require_str(event, "delta"))
 
     def _on_refusal_delta(self, event: dict[str, Any]) -> Sequence[Item]:
         self._refusal = True
         return self._on_text_delta(event)
 
     def _on_annotation(self, event: dict[str, Any]) -> Sequence[Item]:
-        item_id = require_str(event, "item_id")
+        item_id = self._item_id(event, require_str(event, "item_id"))
         annotation = require_dict(event.get("annotation"), "'annotation'")
         self._annotations.setdefault(item_id, []).append(annotation)
         kind = annotation.get("type")
@@ -410,11 +519,13 @@ class OpenAIResponsesTranslator(Translator):
             self._url_citations.append(annotation)
             return []
         if kind in ("file_citation", "container_file_citation", "file_path"):
+            if self._file_sources and kind == "file_citation":
+                return []
             return [self._document_source(annotation)]
         return []
 
     def _on_summary_part(self, event: dict[str, Any]) -> Sequence[Item]:
-        item_id = require_str(event, "item_id")
+        item_id = self._item_id(event, require_str(event, "item_id"))
         index = event.get("summary_index")
         open_indexes = self._summaries.get(item_id)
         if type(index) is not int or open_indexes is None or index in open_indexes:
@@ -427,7 +538,7 @@ class OpenAIResponsesTranslator(Translator):
         return out
 
     def _on_reasoning_delta(self, event: dict[str, Any]) -> Sequence[Item]:
-        item_id = require_str(event, "item_id")
+        item_id = self._item_id(event, require_str(event, "item_id"))
         index = event.get("summary_index", 0)
         key = (item_id, index if type(index) is int else 0)
         if self._parts.part_id(key) is None:  # a delta for a summary part never announced
@@ -435,7 +546,7 @@ class OpenAIResponsesTranslator(Translator):
         return self._parts.delta(key, "reasoning", require_str(event, "delta"))
 
     def _on_arguments_delta(self, event: dict[str, Any]) -> Sequence[Item]:
-        item_id = require_str(event, "item_id")
+        item_id = self._item_id(event, require_str(event, "item_id"))
         self._streamed.add(item_id)
         return self._tools.delta(item_id, arguments=require_str(event, "delta"))
 
@@ -453,6 +564,38 @@ class OpenAIResponsesTranslator(Translator):
 
     def _document_source(self, annotation: dict[str, Any]) -> Chunk:
         return {"type": "source-document", "sourceId": self.ids("source"), **_document(annotation)}
+
+
+def _hosted_id(item: dict[str, Any], item_id: str | None = None) -> str:
+    """The tool call id of a hosted call: the shell's ``call_id`` (its output item names it),
+    else the item id."""
+    call_id = item.get("call_id")
+    if item.get("type") == "shell_call" and isinstance(call_id, str):
+        return call_id
+    return item_id or item["id"]
+
+
+def _message_meta(item_id: str, item: dict[str, Any]) -> dict[str, Any]:
+    """A message's ``providerMetadata.openai``: its id and its ``phase`` (``commentary`` /
+    ``final_answer``, which the API wants back next turn)."""
+    meta: dict[str, Any] = {"itemId": item_id}
+    if isinstance(item.get("phase"), str):
+        meta["phase"] = item["phase"]
+    return meta
+
+
+def _call_meta(item_id: str, item: dict[str, Any]) -> dict[str, Any]:
+    """A function call's ``providerMetadata.openai``: its id, the ``namespace`` of a tool found
+    by tool search, the ``caller`` of a call a program made."""
+    meta: dict[str, Any] = {"itemId": item_id}
+    if isinstance(item.get("namespace"), str):
+        meta["namespace"] = item["namespace"]
+    caller = item.get("caller")
+    if isinstance(caller, dict):
+        if caller.get("type") == "program":
+            caller = {"type": "program", "callerId": caller.get("caller_id")}
+        meta["caller"] = caller
+    return meta
 
 
 def _document(annotation: dict[str, Any]) -> dict[str, Any]:

@@ -155,6 +155,11 @@ USAGE_FIELDS: Final[dict[str, tuple[str, ...]]] = {
 #: different ``UIMessage``\\s for the same stream (tests/test_provider_differential.py checks that
 #: these are the only differences). difference → why ours is kept.
 AI_SDK_DIFFERENCES: Final[dict[str, str]] = {
+    "result-metadata-on-the-call": "the AI SDK repeats a call's metadata (the MCP server, the "
+    "program that made the call) on its result as well; ours carries it on the call.",
+    "spliced-message-start": "a second `message_start` in the middle of a tool call's input "
+    "(the AI SDK's own test of a broken stream): the AI SDK ends with an error; chunkbridge "
+    "ends the turn at the first message's end and reports the cut call's input as not JSON.",
     "message-start-custom-part": "ai 7's provider adds a `custom` part `anthropic.message_start` "
     "(message id, model, raw usage) to every message, which the app then stores and sends back "
     "in every later request. We put the model in `start.messageMetadata` and the usage in "
@@ -181,6 +186,10 @@ AI_SDK_DIFFERENCES: Final[dict[str, str]] = {
     "AI SDK emits a `source-document` part only for documents in its own prompt; a gateway sees "
     "the citation alone and emits one from it (title from `document_title`). Both carry the "
     "citation in `text-end` for ai 7.",
+    "ai-sdk-rejects-real-stream": "a follow-up response carrying the result of a server tool "
+    "that waited on the app's tools (programmatic tool calling, deferred tool search): the AI "
+    "SDK's stream fails on a result for a call it did not see; chunkbridge shows the answer "
+    "(the result lands on the waiting part when the history holds it, else as a data part).",
 }
 
 

@@ -151,7 +151,7 @@ def tool_output(item: Mapping[str, Any]) -> Any:
     """The output of a hosted tool's result (its call item, or its ``*_output`` item)."""
     kind = item.get("type")
     if kind == "shell_call_output":
-        runs = item.get("output") if isinstance(item.get("output"), list) else []
+        runs: list[Any] = item["output"] if isinstance(item.get("output"), list) else []
         output = [
             {
                 "stdout": run.get("stdout"),
@@ -171,7 +171,7 @@ def tool_output(item: Mapping[str, Any]) -> Any:
     if kind == "image_generation_call":
         return {"result": item.get("result")}
     if kind == "file_search_call":
-        results = item.get("results")
+        results: Any = item.get("results")
         if not isinstance(results, list):
             return {"queries": item.get("queries"), "results": None}
         return {

@@ -80,7 +80,9 @@ def _declarations(frames: list[str]) -> tuple[list[str], list[dict[str, Any]]]:
             continue
         if not isinstance(event, dict):
             continue
-        for block in (event.get("content_block"), event.get("item")):
+        message = event.get("message") if isinstance(event.get("message"), dict) else {}
+        blocks = [event.get("content_block"), event.get("item"), *(message.get("content") or [])]
+        for block in blocks:
             if not isinstance(block, dict):
                 continue
             kind, name = block.get("type"), block.get("name")
@@ -154,7 +156,33 @@ def _drop_message_start_custom(sdk: Side, ours: Side) -> tuple[Side, Side]:
     def change(part: dict[str, Any]) -> dict[str, Any] | None:
         return None if part.get("kind") == "anthropic.message_start" else part
 
-    return _map(sdk, change), ours
+    sdk = _map(sdk, change)
+    if all(part.get("type") == "step-start" for part in sdk.parts):
+        sdk = replace(sdk, parts=[])  # a message with nothing in it, as _side has it
+    return sdk, ours
+
+
+def _result_metadata_on_the_call(sdk: Side, ours: Side) -> tuple[Side, Side]:
+    """The AI SDK repeats a call's metadata (its MCP server, the program that called it) on
+    its result (``resultProviderMetadata``); ours carries it on the call only."""
+
+    def change(part: dict[str, Any]) -> dict[str, Any]:
+        part.pop("resultProviderMetadata", None)
+        return part
+
+    return _map(sdk, change), _map(ours, change)
+
+
+def _spliced_message_start(sdk: Side, ours: Side) -> tuple[Side, Side]:
+    """A second ``message_start`` in the middle of a tool call's input (the AI SDK's own test
+    of a broken stream): the AI SDK ends with an error; ours ends the turn at the first
+    message's end, the call's text joined and reported as not JSON."""
+    if sdk.ending != "error chunk" or not (sdk.verdict.error_text or "").startswith(
+        "Received message_start"
+    ):
+        return sdk, ours
+    assert ours.verdict.ok
+    return ours, ours
 
 
 def _provider_tool_input(sdk: Side, ours: Side) -> tuple[Side, Side]:
@@ -292,7 +320,8 @@ def _ai_sdk_rejects_real_stream(sdk: Side, ours: Side) -> tuple[Side, Side]:
     its stream fails on a result for a call of an earlier response: what it showed, if
     anything, is part of ours, and ours goes on."""
     failed = (sdk.verdict.error_text or "").startswith("Type validation failed")
-    if not failed and not (sdk.ending is None and not sdk.parts and ours.parts):
+    shown = [p for p in sdk.parts if p.get("type") not in ("step-start", "custom")]
+    if not failed and not (sdk.ending is None and not shown and ours.parts):
         return sdk, ours
     assert ours.verdict.ok and ours.ending not in ("error chunk", None)
     ours_text = "".join(p.get("text", "") for p in ours.parts)
@@ -348,6 +377,8 @@ def _app_run_tools_finish_tool_calls(sdk: Side, ours: Side) -> tuple[Side, Side]
 
 
 NORMALIZERS: dict[str, Normalizer] = {
+    "result-metadata-on-the-call": _result_metadata_on_the_call,
+    "spliced-message-start": _spliced_message_start,
     "ai-sdk-rejects-real-stream": _ai_sdk_rejects_real_stream,
     "raw-reasoning-text-kept": _raw_reasoning_text_kept,
     "hosted-tool-status-text": _hosted_tool_status_text,

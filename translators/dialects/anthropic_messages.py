@@ -14,6 +14,7 @@ import orjson
 from pydantic import Field
 
 from protocol_specs import anthropic_messages as spec
+from protocol_specs import anthropic_messages_tools as tools_spec
 from protocol_specs.anthropic_messages import STOP_REASONS, USAGE_FIELDS
 from translators.kit import (
     Chunk,
@@ -75,6 +76,10 @@ class AnthropicMessagesTranslator(Translator):
         #: block index → what its end chunk carries (signature, citations).
         self._signatures: dict[int, str] = {}
         self._citations: dict[int, list[Any]] = {}
+        #: block index → what a tool call's end chunk carries (its caller, the API's name).
+        self._call_meta: dict[int, dict[str, Any]] = {}
+        #: block index → the code execution tool whose input still needs its ``type``.
+        self._code_inputs: dict[int, str] = {}
         self._started = False
         self._metadata: dict[str, Any] = {}
         self._usage: dict[str, Any] = {}
@@ -109,7 +114,17 @@ class AnthropicMessagesTranslator(Translator):
         usage = message.get("usage")
         if isinstance(usage, dict):
             self._usage.update(usage)
-        return self._begin(message.get("model"))
+        if isinstance(message.get("stop_reason"), str):
+            self._stop_reason = message["stop_reason"]
+        out: list[Item] = [*self._begin(message.get("model"))]
+        # A response may come whole in its message_start (a call a program made): each block
+        # as if streamed.
+        for index, block in enumerate(message.get("content") or ()):
+            if isinstance(block, dict):
+                event = {"index": -1 - index, "content_block": block}
+                out += self._on_block_start(event)
+                out += self._on_block_stop(event)
+        return out
 
     def _on_message_delta(self, event: dict[str, Any]) -> Sequence[Item]:
         delta = require_dict(event.get("delta") or {}, "'delta'")
@@ -179,6 +194,24 @@ class AnthropicMessagesTranslator(Translator):
         elif kind == "thinking":
             self._blocks[index] = "thinking"
             out += self._parts.start(index, "reasoning")
+        elif kind == "compaction":
+            # A summary of the conversation so far, which must go back next turn as such.
+            self._blocks[index] = "text"
+            compaction: dict[str, Any] = {"type": "compaction"}
+            if isinstance(block.get("signature"), str):
+                compaction["signature"] = block["signature"]
+            out += self._parts.start(index, "text", {_PROVIDER: compaction})
+            if isinstance(block.get("content"), str) and block["content"]:
+                out += self._parts.delta(index, "text", block["content"])
+        elif kind == "fallback":
+            fallback = {"type": "fallback", "from": block.get("from"), "to": block.get("to")}
+            out.append(
+                {
+                    "type": "custom",
+                    "kind": "anthropic.fallback",
+                    "providerMetadata": {_PROVIDER: fallback},
+                }
+            )
         elif kind == "redacted_thinking":
             self._blocks[index] = "thinking"
             meta = {_PROVIDER: {"redactedData": require_str(block, "data")}}
@@ -186,13 +219,20 @@ class AnthropicMessagesTranslator(Translator):
         elif kind in ("tool_use", "server_tool_use"):
             calls = self._tools if kind == "tool_use" else self._server_tools
             self._blocks[index] = "tool" if kind == "tool_use" else "server-tool"
-            tool_input = block.get("input")
+            name, tool_input = require_str(block, "name"), block.get("input")
+            caller = tools_spec.caller_metadata(block)
+            if kind == "server_tool_use":
+                shown, shown_input = tools_spec.server_tool(name, tool_input)
+                if name in tools_spec.CODE_EXECUTION_TOOLS and not tool_input:
+                    self._code_inputs[index] = name  # its type goes into the streamed input
+                else:
+                    tool_input = shown_input
+                name = shown
+            if caller:
+                self._call_meta[index] = caller
             initial = orjson.dumps(tool_input).decode() if tool_input else None
             out += calls.delta(
-                index,
-                call_id=require_str(block, "id"),
-                name=require_str(block, "name"),
-                arguments=initial,
+                index, call_id=require_str(block, "id"), name=name, arguments=initial
             )
         elif kind == "mcp_tool_use":
             out += self._mcp_call(block)
@@ -218,11 +258,22 @@ class AnthropicMessagesTranslator(Translator):
         if kind == "input_json_delta":
             partial = require_str(delta, "partial_json")
             block = self._blocks.get(index)
+            if index in self._code_inputs and partial:
+                # the input of bash / text editor code execution, inside {type: ..., ...}
+                prefix = orjson.dumps({"type": self._code_inputs.pop(index)}).decode()[:-1]
+                stripped = partial.lstrip()
+                if stripped.startswith("{") and stripped[1:].lstrip().startswith("}"):
+                    partial = prefix + stripped[1:]
+                elif stripped.startswith("{"):
+                    partial = prefix + "," + stripped[1:]
             if block == "tool":
                 return self._tools.delta(index, arguments=partial)
             if block == "server-tool":
                 return self._server_tools.delta(index, arguments=partial)
             raise MalformedEvent(f"input_json_delta for block {index}, which is not a tool call")
+        if kind == "compaction_delta":
+            content = delta.get("content")
+            return self._parts.delta(index, "text", content) if isinstance(content, str) else []
         if kind == "citations_delta":
             citation = require_dict(delta.get("citation"), "'citation'")
             self._citations.setdefault(index, []).append(citation)
@@ -232,10 +283,17 @@ class AnthropicMessagesTranslator(Translator):
     def _on_block_stop(self, event: dict[str, Any]) -> Sequence[Item]:
         index = self._index(event)
         kind = self._blocks.pop(index, None)
-        if kind == "tool":
-            return self._tools.complete(index)
-        if kind == "server-tool":
-            return self._server_tools.complete(index)
+        if kind in ("tool", "server-tool"):
+            calls = self._tools if kind == "tool" else self._server_tools
+            done = calls.complete(index)
+            meta = self._call_meta.pop(index, None)
+            name = self._code_inputs.pop(index, None)
+            for chunk in done:
+                if name and isinstance(chunk.get("input"), dict):  # no input delta came
+                    chunk["input"] = {"type": name, **chunk["input"]}
+                if meta and chunk["type"] == "tool-input-available":
+                    chunk["providerMetadata"] = meta
+            return done
         if kind == "thinking":
             signature = self._signatures.pop(index, None)
             meta = {_PROVIDER: {"signature": signature}} if signature else None
@@ -296,9 +354,8 @@ class AnthropicMessagesTranslator(Translator):
                 return [
                     {"type": "tool-output-error", "toolCallId": call_id, "errorText": text, **flags}
                 ]
-        return [
-            {"type": "tool-output-available", "toolCallId": call_id, "output": content, **flags}
-        ]
+        output = tools_spec.server_tool_output(kind, content)
+        return [{"type": "tool-output-available", "toolCallId": call_id, "output": output, **flags}]
 
     def _mcp_call(self, block: dict[str, Any]) -> list[Chunk]:
         call_id, name = require_str(block, "id"), require_str(block, "name")

@@ -251,6 +251,20 @@ def _file_block(media_type: str, url: str, inline: Any) -> dict[str, Any]:
     raise ValueError(f"Files of type {media_type} cannot be sent to Anthropic.")
 
 
+def _api_server_tool(name: str, tool_input: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The API's own name and input of a server tool shown under the declared tool's name
+    (``protocol_specs/anthropic_messages_tools.py``): code execution's ``input.type``, the
+    tool search variant its input implies."""
+    kind = tool_input.get("type")
+    if name == "code_execution" and kind in ("bash_code_execution", "text_editor_code_execution"):
+        return kind, {k: v for k, v in tool_input.items() if k != "type"}
+    if name == "tool_search":
+        return (
+            "tool_search_tool_regex" if "pattern" in tool_input else "tool_search_tool_bm25"
+        ), tool_input
+    return name, tool_input
+
+
 def _tool_result_content(output: Any) -> str:
     return output if isinstance(output, str) else orjson.dumps(output).decode()
 
@@ -281,6 +295,7 @@ def _assistant_step(parts: list[Any]) -> tuple[list[dict[str, Any]], list[dict[s
             continue  # no answer yet: the API rejects a tool_use without its tool_result
         tool_input = part.input if isinstance(part.input, dict) else {}
         if part.providerExecuted:
+            name, tool_input = _api_server_tool(name, tool_input)
             content.append(
                 {
                     "type": "server_tool_use",

@@ -254,8 +254,14 @@ def _truncation_is_an_error(sdk: Side, ours: Side) -> tuple[Side, Side]:
 def _unknown_events_forwarded(sdk: Side, ours: Side) -> tuple[Side, Side]:
     if not (sdk.verdict.error_text or "").startswith("Type validation failed"):
         return sdk, ours
-    assert ours.verdict.ok and ours.ending not in ("error chunk", None)
     # The AI SDK stopped at the unknown event; what it had shown is a prefix of ours.
+    return _ours_goes_on(sdk, ours)
+
+
+def _ours_goes_on(sdk: Side, ours: Side) -> tuple[Side, Side]:
+    """Where the AI SDK stopped short: ours ends normally, and every text the AI SDK had shown
+    is in ours; ours is then the answer on both sides."""
+    assert ours.verdict.ok and ours.ending not in ("error chunk", None)
     ours_text = "".join(p.get("text", "") for p in ours.parts)
     assert all(p.get("text", "") in ours_text for p in sdk.parts)
     return ours, ours
@@ -323,10 +329,7 @@ def _ai_sdk_rejects_real_stream(sdk: Side, ours: Side) -> tuple[Side, Side]:
     shown = [p for p in sdk.parts if p.get("type") not in ("step-start", "custom")]
     if not failed and not (sdk.ending is None and not shown and ours.parts):
         return sdk, ours
-    assert ours.verdict.ok and ours.ending not in ("error chunk", None)
-    ours_text = "".join(p.get("text", "") for p in ours.parts)
-    assert all(p.get("text", "") in ours_text for p in sdk.parts)
-    return ours, ours
+    return _ours_goes_on(sdk, ours)
 
 
 def _raw_reasoning_text_kept(sdk: Side, ours: Side) -> tuple[Side, Side]:

@@ -22,19 +22,20 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-__all__ = ["CODE_EXECUTION_TOOLS", "caller_metadata", "server_tool", "server_tool_output"]
+__all__ = ["CODE_EXECUTION_TOOLS", "caller_metadata", "server_tool_name", "server_tool_output"]
 
 #: Server tool names the API streams for the one ``code_execution`` tool the app declares.
 CODE_EXECUTION_TOOLS: Final = frozenset({"bash_code_execution", "text_editor_code_execution"})
 
 
-def server_tool(name: str, tool_input: Any) -> tuple[str, Any]:
-    """The tool name and input of a ``server_tool_use`` block, as the AI SDK shows them."""
+def server_tool_name(name: str) -> str:
+    """The tool name of a ``server_tool_use`` block, as the AI SDK shows it (a code execution
+    tool's input then carries ``type: <the block's name>``)."""
     if name in CODE_EXECUTION_TOOLS:
-        return "code_execution", {"type": name, **(tool_input or {})}
+        return "code_execution"
     if name in ("tool_search_tool_regex", "tool_search_tool_bm25"):
-        return "tool_search", tool_input
-    return name, tool_input
+        return "tool_search"
+    return name
 
 
 def caller_metadata(block: dict[str, Any]) -> dict[str, Any] | None:

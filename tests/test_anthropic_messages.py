@@ -380,3 +380,55 @@ async def test_a_refused_request_ends_with_anthropics_message() -> None:
     chunks = decode_sse(response.content)
     assert of_type(chunks, "error")[0]["errorText"] == "overloaded_error: Overloaded"
     assert len(fake.requests) == 1
+
+
+@pytest.mark.parametrize("pieces", [["{", '"command": "ls"}'], [" ", '{"command"', ': "ls"}'], []])
+def test_code_execution_shows_as_the_declared_tool_with_its_type_however_the_input_splits(
+    pieces: list[str],
+) -> None:
+    turn = new_turn("anthropic-messages")
+    block = {"type": "server_tool_use", "id": "srv_1", "name": "bash_code_execution", "input": {}}
+    frames: list[dict[str, Any]] = [
+        {"type": "message_start", "message": {"id": "m", "model": "c", "usage": {}}},
+        {"type": "content_block_start", "index": 0, "content_block": block},
+        *(
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "input_json_delta", "partial_json": piece},
+            }
+            for piece in pieces
+        ),
+        {"type": "content_block_stop", "index": 0},
+    ]
+    chunks = [c for f in frames for c in turn.feed(f)]
+    (call,) = of_type(chunks, "tool-input-available")
+    assert call["toolName"] == "code_execution" and call["providerExecuted"] is True
+    expected = {"type": "bash_code_execution", **({"command": "ls"} if pieces else {})}
+    assert call["input"] == expected
+    assert not of_type(chunks, "tool-input-error")
+
+
+def test_code_execution_goes_back_under_the_apis_own_name() -> None:
+    part = {
+        "type": "tool-code_execution",
+        "toolCallId": "srv_1",
+        "state": "output-available",
+        "providerExecuted": True,
+        "input": {"type": "bash_code_execution", "command": "ls"},
+        "output": {"type": "bash_code_execution_result", "stdout": "a\n"},
+    }
+    messages = [
+        user({"type": "text", "text": "run ls"}),
+        {"id": "a1", "role": "assistant", "parts": [{"type": "step-start"}, part]},
+        user({"type": "text", "text": "thanks"}, id="u2"),
+    ]
+    body = request_body(provider_turn(AnthropicSettings, messages))
+    use, result = body["messages"][1]["content"]
+    assert use == {
+        "type": "server_tool_use",
+        "id": "srv_1",
+        "name": "bash_code_execution",
+        "input": {"command": "ls"},
+    }
+    assert result["type"] == "bash_code_execution_tool_result"

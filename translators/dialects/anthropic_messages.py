@@ -78,7 +78,8 @@ class AnthropicMessagesTranslator(Translator):
         self._citations: dict[int, list[Any]] = {}
         #: block index → what a tool call's end chunk carries (its caller, the API's name).
         self._call_meta: dict[int, dict[str, Any]] = {}
-        #: block index → the code execution tool whose input still needs its ``type``.
+        #: block index → the code execution tool (bash / text editor) its input names as
+        #: ``type`` once complete, as the AI SDK shows the one declared ``code_execution``.
         self._code_inputs: dict[int, str] = {}
         self._started = False
         self._metadata: dict[str, Any] = {}
@@ -222,12 +223,9 @@ class AnthropicMessagesTranslator(Translator):
             name, tool_input = require_str(block, "name"), block.get("input")
             caller = tools_spec.caller_metadata(block)
             if kind == "server_tool_use":
-                shown, shown_input = tools_spec.server_tool(name, tool_input)
-                if name in tools_spec.CODE_EXECUTION_TOOLS and not tool_input:
-                    self._code_inputs[index] = name  # its type goes into the streamed input
-                else:
-                    tool_input = shown_input
-                name = shown
+                if name in tools_spec.CODE_EXECUTION_TOOLS:
+                    self._code_inputs[index] = name  # its input gets the type when complete
+                name = tools_spec.server_tool_name(name)
             if caller:
                 self._call_meta[index] = caller
             initial = orjson.dumps(tool_input).decode() if tool_input else None
@@ -258,14 +256,6 @@ class AnthropicMessagesTranslator(Translator):
         if kind == "input_json_delta":
             partial = require_str(delta, "partial_json")
             block = self._blocks.get(index)
-            if index in self._code_inputs and partial:
-                # the input of bash / text editor code execution, inside {type: ..., ...}
-                prefix = orjson.dumps({"type": self._code_inputs.pop(index)}).decode()[:-1]
-                stripped = partial.lstrip()
-                if stripped.startswith("{") and stripped[1:].lstrip().startswith("}"):
-                    partial = prefix + stripped[1:]
-                elif stripped.startswith("{"):
-                    partial = prefix + "," + stripped[1:]
             if block == "tool":
                 return self._tools.delta(index, arguments=partial)
             if block == "server-tool":
@@ -289,7 +279,7 @@ class AnthropicMessagesTranslator(Translator):
             meta = self._call_meta.pop(index, None)
             name = self._code_inputs.pop(index, None)
             for chunk in done:
-                if name and isinstance(chunk.get("input"), dict):  # no input delta came
+                if name and isinstance(chunk.get("input"), dict):  # which code execution tool
                     chunk["input"] = {"type": name, **chunk["input"]}
                 if meta and chunk["type"] == "tool-input-available":
                     chunk["providerMetadata"] = meta

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Generator
 
 import pytest
 import uvloop
@@ -37,3 +38,20 @@ def pytest_asyncio_loop_factories(config: pytest.Config, item: pytest.Item):
     if item.get_closest_marker("both_loops") is not None:
         return {"asyncio": asyncio.new_event_loop, "uvloop": uvloop.new_event_loop}
     return {"asyncio": asyncio.new_event_loop}
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Generator[None, object, object]:
+    """A plain (sync) test gets an event loop of its own, closed after it. looptime's hook asks
+    the policy for the current loop around every test; in a sync test that makes asyncio create
+    one nobody closes, and its ResourceWarning fires later, in whichever test the garbage
+    collector happens to run (an error under ``filterwarnings = error``)."""
+    if asyncio.iscoroutinefunction(pyfuncitem.obj):
+        return (yield)
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        return (yield)
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()

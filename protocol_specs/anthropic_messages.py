@@ -60,11 +60,18 @@ other event types                   the unknown-event policy (``data-<type>`` by
 Requests (:func:`messages_from_ui`): the ``UIMessage`` history becomes ``messages``; system
 messages join the configured system prompt. User text and files (images and PDFs as base64 from
 data URLs or as ``url`` sources; ``text/plain`` as a text document). Assistant messages are cut at
-``step-start``: each step's text, thinking (only with its signature: Anthropic rejects unsigned
-thinking; ``redactedData`` → ``redacted_thinking``), ``tool_use`` blocks, and the tool results in
-a following user turn (errors and denials with ``is_error``); provider-executed calls go back as
-``server_tool_use`` + their result block. Tool calls without an answer yet are left out (the API
-rejects a ``tool_use`` without its ``tool_result``).
+``step-start``: each step's text (with its citations; a compaction summary as the ``compaction``
+block it came from), thinking (only with its signature: Anthropic rejects unsigned thinking;
+``redactedData`` → ``redacted_thinking``), a model fallback as its ``fallback`` block,
+``tool_use`` blocks (input that was not JSON as ``{rawInvalidInput}``; after the step's other
+blocks, as the API wants) with their ``caller``, and the tool results in a following user turn
+(errors and denials with ``is_error``). Provider-executed calls go back as
+``protocol_specs/anthropic_messages_tools.py`` says (``server_tool_use`` under the API's own
+name + the tool's result block in the API's shape; MCP calls as ``mcp_tool_use`` +
+``mcp_tool_result``). App calls without an answer yet are left out (the API rejects a
+``tool_use`` without its ``tool_result``); a caller whose code execution call is no longer in
+the history is dropped (the API rejects it). What differs from the AI SDK's requests:
+:data:`AI_SDK_REQUEST_DIFFERENCES`.
 
 The recordings in ``fixtures/anthropic-messages/`` were written from the event shapes of
 Anthropic's API reference and the AI SDK provider's own schemas (this project's CI has no provider
@@ -77,15 +84,17 @@ from typing import Any, Final, Literal, NotRequired, TypedDict
 
 import orjson
 
+from protocol_specs import anthropic_messages_tools as tools_spec
+
 __all__ = [
     "AI_SDK_DIFFERENCES",
+    "AI_SDK_REQUEST_DIFFERENCES",
     "API_VERSION",
     "DEFAULT_PATH",
     "RETRY_STATUSES",
     "STOP_REASONS",
     "USAGE_FIELDS",
     "messages_from_ui",
-    "web_search_output",
 ]
 
 DEFAULT_PATH: Final = "/v1/messages"
@@ -193,37 +202,14 @@ AI_SDK_DIFFERENCES: Final[dict[str, str]] = {
 }
 
 
-def web_search_output(content: list[Any]) -> list[dict[str, Any]]:
-    """``web_search_tool_result.content`` in the AI SDK's shape (so an app reads one shape)."""
-    out = []
-    for result in content:
-        if not isinstance(result, dict):
-            continue
-        item: dict[str, Any] = {"url": result.get("url")}
-        if result.get("title") is not None:
-            item["title"] = result["title"]
-        item["pageAge"] = result.get("page_age")
-        item["encryptedContent"] = result.get("encrypted_content")
-        item["type"] = result.get("type")
-        out.append(item)
-    return out
-
-
-def _web_search_content(output: Any) -> Any:
-    """The reverse of :func:`web_search_output`, for sending a search back in the history."""
-    if not isinstance(output, list):
-        return output
-    return [
-        {
-            "type": item.get("type") or "web_search_result",
-            "url": item.get("url"),
-            "title": item.get("title"),
-            "encrypted_content": item.get("encryptedContent"),
-            "page_age": item.get("pageAge"),
-        }
-        for item in output
-        if isinstance(item, dict)
-    ]
+#: Where the request chunkbridge builds from a ``UIMessage`` history differs from the one the AI
+#: SDK builds (``convertToModelMessages`` + ``@ai-sdk/anthropic``) for the same history
+#: (tests/test_provider_round_trip.py).
+AI_SDK_REQUEST_DIFFERENCES: Final[dict[str, str]] = {
+    "server-tool-error-code-kept": "a server tool that failed goes back with the `error_code` "
+    "Anthropic gave it (`url_not_accessible`…); the AI SDK's own stream keeps the code in a "
+    "JSON `errorText` it does not read back, and sends `unavailable`.",
+}
 
 
 # -- requests ------------------------------------------------------------------------------------
@@ -251,22 +237,106 @@ def _file_block(media_type: str, url: str, inline: Any) -> dict[str, Any]:
     raise ValueError(f"Files of type {media_type} cannot be sent to Anthropic.")
 
 
-def _api_server_tool(name: str, tool_input: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """The API's own name and input of a server tool shown under the declared tool's name
-    (``protocol_specs/anthropic_messages_tools.py``): code execution's ``input.type``, the
-    tool search variant its input implies."""
-    kind = tool_input.get("type")
-    if name == "code_execution" and kind in ("bash_code_execution", "text_editor_code_execution"):
-        return kind, {k: v for k, v in tool_input.items() if k != "type"}
-    if name == "tool_search":
-        return (
-            "tool_search_tool_regex" if "pattern" in tool_input else "tool_search_tool_bm25"
-        ), tool_input
-    return name, tool_input
-
-
 def _tool_result_content(output: Any) -> str:
     return output if isinstance(output, str) else orjson.dumps(output).decode()
+
+
+def _text_block(part: Any) -> dict[str, Any] | None:
+    """A text part → a ``text`` block with its citations, or the ``compaction`` block it came
+    from (a summary the API wrote of the conversation so far, which it wants back in place)."""
+    meta = (part.providerMetadata or {}).get("anthropic") or {}
+    if not part.text:
+        return None
+    if meta.get("type") == "compaction":
+        block = {"type": "compaction", "content": part.text}
+        if isinstance(meta.get("signature"), str):
+            block["signature"] = meta["signature"]
+        return block
+    block = {"type": "text", "text": part.text}
+    if meta.get("citations") is not None:
+        block["citations"] = meta["citations"]
+    return block
+
+
+def _fallback_block(part: Any) -> dict[str, Any] | None:
+    """The custom part of a server-side model fallback → the ``fallback`` block it came from."""
+    meta = ((getattr(part, "providerMetadata", None) or {}).get("anthropic")) or {}
+    if part.kind != "anthropic.fallback" or not isinstance(meta.get("from"), dict):
+        return None
+    return {"type": "fallback", "from": meta["from"], "to": meta.get("to")}
+
+
+def _tool_input(part: Any) -> dict[str, Any]:
+    """A call's input as the API takes it: an object; input that was not JSON (a failed call's
+    ``rawInput``) wrapped as ``{rawInvalidInput}``, so the model sees what it wrote."""
+    value = part.input
+    if value is None and part.state == "output-error":
+        value = part.rawInput
+    if isinstance(value, dict):
+        return value
+    return {} if value is None else {"rawInvalidInput": value}
+
+
+def _tool_uses_last(content: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``tool_use`` blocks after the other blocks of their stretch between thinking blocks: the
+    API wants a client tool call to end its turn, after the server tools it ran alongside."""
+    out: list[dict[str, Any]] = []
+    stretch: list[dict[str, Any]] = []
+    for block in [*content, None]:
+        if block is None or block["type"] in ("thinking", "redacted_thinking"):
+            out += [b for b in stretch if b["type"] != "tool_use"]
+            out += [b for b in stretch if b["type"] == "tool_use"]
+            stretch = []
+            if block is not None:
+                out.append(block)
+        else:
+            stretch.append(block)
+    return out
+
+
+def _drop_orphan_callers(messages: list[dict[str, Any]]) -> None:
+    """A call made by a program whose code execution call is not in the history (an earlier
+    response the client no longer sends) loses its ``caller``: the API rejects a caller that
+    names a tool it cannot find. The last assistant turn keeps them (its program runs on)."""
+    runs = {
+        block["id"]
+        for message in messages
+        if message["role"] == "assistant"
+        for block in message["content"]
+        if block["type"] == "server_tool_use" and block["name"] == "code_execution"
+    }
+    users = [i for i, message in enumerate(messages) if message["role"] == "user"]
+    for message in messages[: users[-1] if users else 0]:
+        for block in message["content"]:
+            caller = block.get("caller") if message["role"] == "assistant" else None
+            if caller and caller["type"] != "direct" and caller.get("tool_id") not in runs:
+                del block["caller"]
+
+
+def _mcp_blocks(part: Any, server: Any) -> list[dict[str, Any]]:
+    """An MCP call Anthropic made (``mcp_tool_use``) and its ``mcp_tool_result``."""
+    call = {
+        "type": "mcp_tool_use",
+        "id": part.toolCallId,
+        "name": part.tool_name,
+        "input": part.input if isinstance(part.input, dict) else {},
+        "server_name": server,
+    }
+    if part.state == "output-available":
+        content = part.output
+        is_error = False
+    elif part.state == "output-error":
+        content, is_error = (
+            [{"type": "text", "text": part.errorText or "The MCP tool failed."}],
+            True,
+        )
+    else:
+        return [call]
+    result = {"type": "mcp_tool_result", "tool_use_id": part.toolCallId, "is_error": is_error}
+    result["content"] = (
+        content if isinstance(content, (str, list)) else _tool_result_content(content)
+    )
+    return [call, result]
 
 
 def _assistant_step(parts: list[Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -275,9 +345,10 @@ def _assistant_step(parts: list[Any]) -> tuple[list[dict[str, Any]], list[dict[s
     results: list[dict[str, Any]] = []
     for part in parts:
         kind = getattr(part, "type", None)
-        if kind == "text":
-            if part.text:
-                content.append({"type": "text", "text": part.text})
+        if kind in ("text", "custom"):
+            block = _text_block(part) if kind == "text" else _fallback_block(part)
+            if block is not None:
+                content.append(block)
             continue
         if kind == "reasoning":
             meta = (part.providerMetadata or {}).get("anthropic") or {}
@@ -290,33 +361,25 @@ def _assistant_step(parts: list[Any]) -> tuple[list[dict[str, Any]], list[dict[s
             continue
         if not hasattr(part, "toolCallId"):
             continue  # sources, files, data parts: the model does not need them back
-        state, name = part.state, part.tool_name
+        state = part.state
+        if part.providerExecuted:
+            if state in ("input-streaming", "output-denied"):
+                continue
+            call_meta = getattr(part, "callProviderMetadata", None) or {}
+            anthropic = call_meta.get("anthropic") if isinstance(call_meta, dict) else None
+            if isinstance(anthropic, dict) and anthropic.get("type") == "mcp-tool-use":
+                content += _mcp_blocks(part, anthropic.get("serverName"))
+            else:
+                content += tools_spec.server_tool_blocks(part)
+            continue
         if state not in ("output-available", "output-error", "output-denied"):
             continue  # no answer yet: the API rejects a tool_use without its tool_result
-        tool_input = part.input if isinstance(part.input, dict) else {}
-        if part.providerExecuted:
-            name, tool_input = _api_server_tool(name, tool_input)
-            content.append(
-                {
-                    "type": "server_tool_use",
-                    "id": part.toolCallId,
-                    "name": name,
-                    "input": tool_input,
-                }
-            )
-            if state == "output-available":
-                output = _web_search_content(part.output) if name == "web_search" else part.output
-                content.append(
-                    {
-                        "type": f"{name}_tool_result",
-                        "tool_use_id": part.toolCallId,
-                        "content": output,
-                    }
-                )
-            continue
-        content.append(
-            {"type": "tool_use", "id": part.toolCallId, "name": name, "input": tool_input}
-        )
+        call = {"type": "tool_use", "id": part.toolCallId, "name": part.tool_name}
+        call["input"] = _tool_input(part)
+        caller = tools_spec.api_caller(getattr(part, "callProviderMetadata", None))
+        if caller is not None:
+            call["caller"] = caller
+        content.append(call)
         result: dict[str, Any] = {"type": "tool_result", "tool_use_id": part.toolCallId}
         if state == "output-available":
             result["content"] = _tool_result_content(part.output)
@@ -324,7 +387,7 @@ def _assistant_step(parts: list[Any]) -> tuple[list[dict[str, Any]], list[dict[s
             result["content"] = part.errorText or "The user denied this tool call."
             result["is_error"] = True
         results.append(result)
-    return content, results
+    return _tool_uses_last(content), results
 
 
 def messages_from_ui(messages: list[Any], steps: Any, parse_data_url: Any) -> list[dict[str, Any]]:
@@ -362,4 +425,5 @@ def messages_from_ui(messages: list[Any], steps: Any, parse_data_url: Any) -> li
             content, results = _assistant_step(step)
             add("assistant", content)
             add("user", results)
+    _drop_orphan_callers(out)
     return out

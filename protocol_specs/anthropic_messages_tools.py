@@ -1,5 +1,6 @@
 """Anthropic server tools (dialect ``anthropic-messages``): the names, inputs and outputs the AI
-SDK's ``@ai-sdk/anthropic`` provider gives them, which apps and ``convertToModelMessages`` read.
+SDK's ``@ai-sdk/anthropic`` provider gives them, which apps and ``convertToModelMessages`` read,
+and the way back: the blocks a finished server tool becomes in the next request's history.
 
 =================================  ===============================================================
 upstream                           UI part
@@ -7,6 +8,7 @@ upstream                           UI part
 ``server_tool_use``                the tool ``code_execution`` (the tool the app declared), input
 ``bash_code_execution`` /          ``{type: "<the block's name>", ...input}``; results as sent
 ``text_editor_code_execution``
+``web_search_tool_result``         ``[{url, title?, pageAge, encryptedContent, type}]``
 ``web_fetch_tool_result``          ``{type, url, retrievedAt, content: {type, title, citations,
                                    source: {type, mediaType, data}}}``
 ``tool_search_tool_result``        ``[{type: "tool_reference", toolName}]``
@@ -16,16 +18,41 @@ upstream                           UI part
 a block's ``caller``               ``providerMetadata {anthropic: {caller: {type, toolId?}}}`` on
                                    its call: a call a program made (programmatic tool calling)
 =================================  ===============================================================
+
+Back to the API (:func:`server_tool_blocks`), as the AI SDK sends them: ``server_tool_use`` under
+the API's own name (code execution's ``input.type`` as the block name, the tool search variant
+its input implies) with its ``caller``, then the result block of that tool with the output in the
+API's shape; a failed tool's result is ``{type: "<result>_error", error_code}``. A call still
+waiting (on the app's tools) goes back without a result: the next response brings it.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any, Final
 
-__all__ = ["CODE_EXECUTION_TOOLS", "caller_metadata", "server_tool_name", "server_tool_output"]
+__all__ = [
+    "CODE_EXECUTION_TOOLS",
+    "api_caller",
+    "caller_metadata",
+    "server_tool_blocks",
+    "server_tool_name",
+    "server_tool_output",
+    "web_search_output",
+]
 
 #: Server tool names the API streams for the one ``code_execution`` tool the app declares.
 CODE_EXECUTION_TOOLS: Final = frozenset({"bash_code_execution", "text_editor_code_execution"})
+
+#: The result block of each server tool, by the API's tool name (others: ``<name>_tool_result``).
+RESULT_BLOCKS: Final[dict[str, str]] = {
+    "tool_search_tool_regex": "tool_search_tool_result",
+    "tool_search_tool_bm25": "tool_search_tool_result",
+}
+
+#: What an ``error_code`` looks like; a failure we wrote ourselves (a stream cut off) is sent as
+#: ``unavailable``, the API's code for a tool that did not answer.
+_ERROR_CODE: Final = re.compile(r"[a-z][a-z_]*")
 
 
 def server_tool_name(name: str) -> str:
@@ -47,6 +74,22 @@ def caller_metadata(block: dict[str, Any]) -> dict[str, Any] | None:
     if "tool_id" in caller:
         info["toolId"] = caller["tool_id"]
     return {"anthropic": {"caller": info}}
+
+
+def web_search_output(content: list[Any]) -> list[dict[str, Any]]:
+    """``web_search_tool_result.content`` in the AI SDK's shape (so an app reads one shape)."""
+    out = []
+    for result in content:
+        if not isinstance(result, dict):
+            continue
+        item: dict[str, Any] = {"url": result.get("url")}
+        if result.get("title") is not None:
+            item["title"] = result["title"]
+        item["pageAge"] = result.get("page_age")
+        item["encryptedContent"] = result.get("encrypted_content")
+        item["type"] = result.get("type")
+        out.append(item)
+    return out
 
 
 def server_tool_output(kind: str, content: Any) -> Any:
@@ -98,3 +141,117 @@ def server_tool_output(kind: str, content: Any) -> Any:
             "content": inner if inner is not None else [],
         }
     return content
+
+
+# -- back to the API -----------------------------------------------------------------------------
+
+
+def api_caller(meta: Any) -> dict[str, Any] | None:
+    """The reverse of :func:`caller_metadata`: a call's ``callProviderMetadata`` → ``caller``."""
+    caller = ((meta or {}).get("anthropic") or {}).get("caller") if isinstance(meta, dict) else None
+    if not isinstance(caller, dict) or not isinstance(caller.get("type"), str):
+        return None
+    if caller["type"] == "direct":
+        return {"type": "direct"}
+    if isinstance(caller.get("toolId"), str):
+        return {"type": caller["type"], "tool_id": caller["toolId"]}
+    return None
+
+
+def _api_name(name: str, tool_input: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The API's own name and input of a server tool shown under the declared tool's name."""
+    kind = tool_input.get("type")
+    if name == "code_execution" and kind in CODE_EXECUTION_TOOLS:
+        return kind, {k: v for k, v in tool_input.items() if k != "type"}
+    if name == "tool_search":
+        return (
+            "tool_search_tool_regex" if "pattern" in tool_input else "tool_search_tool_bm25"
+        ), tool_input
+    if name == "advisor":
+        return name, {}  # the API's advisor input is always empty
+    return name, tool_input
+
+
+def _snake_web_fetch(output: dict[str, Any]) -> dict[str, Any]:
+    document = output["content"] if isinstance(output.get("content"), dict) else {}
+    source = document["source"] if isinstance(document.get("source"), dict) else {}
+    content: dict[str, Any] = {"type": document.get("type") or "document"}
+    content["title"] = document.get("title")
+    if document.get("citations"):
+        content["citations"] = document["citations"]
+    content["source"] = {
+        "type": source.get("type"),
+        "media_type": source.get("mediaType"),
+        "data": source.get("data"),
+    }
+    return {
+        "type": "web_fetch_result",
+        "url": output.get("url"),
+        "retrieved_at": output.get("retrievedAt"),
+        "content": content,
+    }
+
+
+def _api_output(kind: str, output: Any) -> Any:
+    """The reverse of :func:`server_tool_output`: a result's ``content`` in the API's shape."""
+    if kind == "web_search_tool_result" and isinstance(output, list):
+        return [
+            {
+                "type": item.get("type") or "web_search_result",
+                "url": item.get("url"),
+                "title": item.get("title"),
+                "encrypted_content": item.get("encryptedContent"),
+                "page_age": item.get("pageAge"),
+            }
+            for item in output
+            if isinstance(item, dict)
+        ]
+    if kind == "tool_search_tool_result" and isinstance(output, list):
+        references = [
+            {"type": "tool_reference", "tool_name": ref.get("toolName")}
+            for ref in output
+            if isinstance(ref, dict)
+        ]
+        return {"type": "tool_search_tool_search_result", "tool_references": references}
+    if not isinstance(output, dict):
+        return output
+    if kind == "web_fetch_tool_result" and output.get("type") == "web_fetch_result":
+        return _snake_web_fetch(output)
+    if kind == "advisor_tool_result":
+        content = {"type": output.get("type")}
+        if "text" in output:
+            content["text"] = output["text"]
+        if "encryptedContent" in output:
+            content["encrypted_content"] = output["encryptedContent"]
+        if output.get("stopReason") is not None:
+            content["stop_reason"] = output["stopReason"]
+        return content
+    return output
+
+
+def server_tool_blocks(part: Any) -> list[dict[str, Any]]:
+    """A provider-executed tool part (not MCP) → its ``server_tool_use`` and result blocks."""
+    tool_input = part.input if isinstance(part.input, dict) else {}
+    name, tool_input = _api_name(part.tool_name, tool_input)
+    call: dict[str, Any] = {
+        "type": "server_tool_use",
+        "id": part.toolCallId,
+        "name": name,
+        "input": tool_input,
+    }
+    caller = api_caller(getattr(part, "callProviderMetadata", None))
+    if caller is not None:
+        call["caller"] = caller
+    kind = RESULT_BLOCKS.get(name, f"{name}_tool_result")
+    result: dict[str, Any] = {"type": kind, "tool_use_id": part.toolCallId}
+    if part.state == "output-available":
+        result["content"] = _api_output(kind, part.output)
+    elif part.state == "output-error":
+        text = part.errorText or ""
+        code = text if _ERROR_CODE.fullmatch(text) else "unavailable"
+        result["content"] = {"type": f"{kind}_error", "error_code": code}
+    else:
+        return [call]  # waiting on the app's tools: the next response brings the result
+    if caller is not None and kind in ("web_fetch_tool_result", "web_search_tool_result"):
+        result["caller"] = caller
+    return [call, result]

@@ -318,7 +318,7 @@ class AnthropicMessagesTranslator(Translator):
             ]
         out: list[Chunk] = []
         if kind == "web_search_tool_result" and isinstance(content, list):
-            output: Any = spec.web_search_output(content)
+            output: Any = tools_spec.web_search_output(content)
             for result in output:
                 if isinstance(result.get("url"), str):
                     source: Chunk = {

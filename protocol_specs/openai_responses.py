@@ -74,17 +74,24 @@ custom tool input, partial images
 other event types and item types      the unknown-event policy (``data-<type>``)
 ====================================  ============================================================
 
-Requests (:func:`input_from_ui`): the ``UIMessage`` history becomes ``input`` items; system
-messages join the configured ``instructions``. User text, images (``input_image`` with the data
-URL or http URL) and other files (``input_file``: ``file_data`` for data URLs, ``file_url``
-else); assistant text as an assistant message; reasoning parts that carry
-``reasoningEncryptedContent`` as ``reasoning`` items (others are not sent: without
-``store`` the API cannot resolve a bare item id); the app's tool calls as ``function_call`` +
-``function_call_output`` items (errors and denials as the output text); provider-executed calls
-are not sent back (the model sees their effect in the text that followed). Calls without an
+Requests (:func:`input_from_ui`): the ``UIMessage`` history becomes ``input`` items, whole (not
+``item_reference`` items: they work with ``store`` on or off); system messages join the configured
+``instructions``. User text, images (``input_image`` with the data URL or http URL) and other
+files (``input_file``: ``file_data`` for data URLs, ``file_url`` else); each assistant text part
+as an assistant message with its ``phase``; reasoning parts that carry
+``reasoningEncryptedContent`` as ``reasoning`` items (others are not sent: without ``store`` the
+API cannot resolve a bare item id); a compaction as its ``compaction`` item. The app's calls go
+back as ``function_call`` items (``namespace``, a program's ``caller``), custom tools as
+``custom_tool_call``, and the built-in tools the deployment declares in their own items (shell,
+local shell, apply patch, client tool search: ``protocol_specs/openai_responses_tools.py``);
+the step's outputs follow its calls (a failure as ``{"error": …}``, a refusal as a sentence).
+Tools OpenAI ran go back whole where the API has an input form for them (web search, hosted
+shell, hosted tool search, programs and their outputs); code interpreter, file search, image
+generation and MCP calls are not sent (the text that followed stands for them). Calls without an
 answer yet are left out. The user's decision on an MCP approval request goes back as the AI SDK
 sends it: ``item_reference`` to the stored request, then ``mcp_approval_response
-{approval_request_id, approve, reason?}`` (so it needs ``store``, the API's default).
+{approval_request_id, approve, reason?}`` (so it needs ``store``, the API's default). What
+differs from the AI SDK's requests: :data:`AI_SDK_REQUEST_DIFFERENCES`.
 
 The recordings in ``fixtures/openai-responses/`` were written from the event shapes of OpenAI's API
 reference and the AI SDK provider's own schemas (this project's CI has no provider key); the
@@ -98,8 +105,11 @@ from typing import Any, Final
 
 import orjson
 
+from protocol_specs import openai_responses_tools as tools_spec
+
 __all__ = [
     "AI_SDK_DIFFERENCES",
+    "AI_SDK_REQUEST_DIFFERENCES",
     "DEFAULT_PATH",
     "INCOMPLETE_REASONS",
     "USAGE_FIELDS",
@@ -165,6 +175,19 @@ AI_SDK_DIFFERENCES: Final[dict[str, str]] = {
 }
 
 
+#: Where the ``input`` chunkbridge builds from a ``UIMessage`` history differs from the one the AI
+#: SDK builds (``convertToModelMessages`` + ``@ai-sdk/openai`` with ``store: false``, the mode
+#: that sends items rather than references) for the same history
+#: (tests/test_provider_round_trip.py).
+AI_SDK_REQUEST_DIFFERENCES: Final[dict[str, str]] = {
+    "empty-text-not-sent": "a message item that streamed no text (beside an image generation "
+    "call): the AI SDK sends an assistant message with empty content; we send nothing.",
+    "hosted-result-item-id": "a hosted tool search's `tool_search_output`: the AI SDK sends the "
+    "output item's own id, which the UI part keeps only as result metadata; ours goes without "
+    "an id (optional in the API's input).",
+}
+
+
 def web_search_output(action: Any) -> dict[str, Any]:
     """A ``web_search_call``'s ``action`` in the AI SDK's output shape."""
     if not isinstance(action, dict):
@@ -221,26 +244,87 @@ def _output_text(output: Any) -> str:
     return output if isinstance(output, str) else orjson.dumps(output).decode()
 
 
-def _assistant_step(parts: list[Any], answers: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _arguments(value: Any) -> str:
+    """A call's input as ``arguments`` text: an input that is already JSON text (a server that
+    streams its own tools' arguments as a string) goes back as it came."""
+    if isinstance(value, str):
+        try:
+            orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return orjson.dumps(value).decode()
+        return value
+    return orjson.dumps(value if value is not None else {}).decode()
+
+
+def _answer(part: Any) -> str:
+    """What the app answered, as text: its output, ``{"error": …}`` for a failure (so the model
+    can tell an error from a result), the refusal's reason."""
+    if part.state == "output-available":
+        return _output_text(part.output)
+    if part.state == "output-error":
+        return orjson.dumps({"error": part.errorText or "The tool failed."}).decode()
+    return "The user denied this tool call."
+
+
+def _caller(meta: dict[str, Any]) -> dict[str, Any] | None:
+    """``providerMetadata.openai.caller`` → the API's ``caller`` (a program's call)."""
+    caller = meta.get("caller")
+    if not isinstance(caller, dict):
+        return None
+    if caller.get("type") == "program":
+        return {"type": "program", "caller_id": caller.get("callerId")}
+    return caller
+
+
+def _call_items(part: Any, tools: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An answered call the app ran → (the call item, its output item)."""
+    meta = (getattr(part, "callProviderMetadata", None) or {}).get("openai") or {}
+    items = tools_spec.app_run_items(part, tools["types"], meta.get("itemId"))
+    if items is not None:
+        return items
+    if part.tool_name in tools["custom"]:
+        value = part.input if isinstance(part.input, str) else _output_text(part.input)
+        call = {"type": "custom_tool_call", "call_id": part.toolCallId, "name": part.tool_name}
+        call["input"] = value
+        return call, {
+            "type": "custom_tool_call_output",
+            "call_id": part.toolCallId,
+            "output": _answer(part),
+        }
+    call = {
+        "type": "function_call",
+        "call_id": part.toolCallId,
+        "name": part.tool_name,
+        "arguments": _arguments(part.input if part.input is not None else part.rawInput),
+    }
+    output = {"type": "function_call_output", "call_id": part.toolCallId, "output": _answer(part)}
+    if isinstance(meta.get("namespace"), str):
+        call["namespace"] = meta["namespace"]
+    caller = _caller(meta)
+    if caller is not None:
+        call["caller"] = output["caller"] = caller
+    return call, output
+
+
+def _assistant_step(
+    parts: list[Any], answers: Mapping[str, Any], tools: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """One model step: its items in order, then the outputs of the calls the app answered."""
     items: list[dict[str, Any]] = []
-    texts: list[str] = []
-
-    def flush_text() -> None:
-        if texts:
-            items.append({"role": "assistant", "content": "".join(texts)})
-            texts.clear()
-
+    outputs: list[dict[str, Any]] = []
     for part in parts:
         kind = getattr(part, "type", None)
+        meta = (getattr(part, "providerMetadata", None) or {}).get("openai") or {}
         if kind == "text":
             if part.text:
-                texts.append(part.text)
+                message = {"role": "assistant", "content": part.text}
+                if isinstance(meta.get("phase"), str):
+                    message["phase"] = meta["phase"]
+                items.append(message)
             continue
         if kind == "reasoning":
-            meta = (part.providerMetadata or {}).get("openai") or {}
             encrypted = meta.get("reasoningEncryptedContent")
             if isinstance(encrypted, str) and isinstance(meta.get("itemId"), str):
-                flush_text()
                 summary = [{"type": "summary_text", "text": part.text}] if part.text else []
                 items.append(
                     {
@@ -251,9 +335,14 @@ def _assistant_step(parts: list[Any], answers: Mapping[str, Any]) -> list[dict[s
                     }
                 )
             continue
+        if kind == "custom":
+            if part.kind == "openai.compaction" and isinstance(meta.get("itemId"), str):
+                compaction = {"type": "compaction", "id": meta["itemId"]}
+                compaction["encrypted_content"] = meta.get("encryptedContent")
+                items.append(compaction)
+            continue
         answer = answers.get(getattr(part, "toolCallId", ""))
         if answer is not None:  # the user's decision on an MCP approval request
-            flush_text()
             # as the AI SDK sends it: the stored request by reference, then the decision
             items.append({"type": "item_reference", "id": answer.approval_id})
             response = {
@@ -265,35 +354,40 @@ def _assistant_step(parts: list[Any], answers: Mapping[str, Any]) -> list[dict[s
                 response["reason"] = answer.reason
             items.append(response)
             continue
-        if not hasattr(part, "toolCallId") or part.providerExecuted:
+        if not hasattr(part, "toolCallId"):
+            continue
+        if part.providerExecuted:
+            call_meta = (getattr(part, "callProviderMetadata", None) or {}).get("openai") or {}
+            items += tools_spec.hosted_items(part, call_meta.get("itemId"))
             continue
         if part.state not in ("output-available", "output-error", "output-denied"):
             continue  # no answer yet
-        flush_text()
-        arguments = orjson.dumps(part.input if part.input is not None else {}).decode()
-        items.append(
-            {
-                "type": "function_call",
-                "call_id": part.toolCallId,
-                "name": part.tool_name,
-                "arguments": arguments,
-            }
-        )
-        if part.state == "output-available":
-            output = _output_text(part.output)
-        else:
-            output = part.errorText or "The user denied this tool call."
-        items.append({"type": "function_call_output", "call_id": part.toolCallId, "output": output})
-    flush_text()
-    return items
+        call, output = _call_items(part, tools)
+        items.append(call)
+        outputs.append(output)
+    return items + outputs
+
+
+def _declared(tools: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The deployment's tools as the history needs them: the built-in types declared (their
+    calls go back as their own items) and the names of custom (free-text) tools."""
+    return {
+        "types": frozenset(str(d.get("type")) for d in tools.values() if "type" in d),
+        "custom": frozenset(n for n, d in tools.items() if d.get("type") == "custom"),
+    }
 
 
 def input_from_ui(
-    messages: list[Any], steps: Any, answers: Mapping[str, Any] | None = None
+    messages: list[Any],
+    steps: Any,
+    answers: Mapping[str, Any] | None = None,
+    tools: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """``UIMessage`` history → Responses ``input`` items (see the module docstring).
     ``steps(message)`` cuts an assistant message at ``step-start``; ``answers``: the approval
-    answers of this request by tool call id (``TurnInput.approval_answers``)."""
+    answers of this request by tool call id (``TurnInput.approval_answers``); ``tools``: the
+    deployment's declared tools by name."""
+    declared = _declared(tools or {})
     items: list[dict[str, Any]] = []
     for message in messages:
         if message.role == "system":
@@ -304,5 +398,5 @@ def input_from_ui(
                 items.append({"role": "user", "content": content})
             continue
         for step in steps(message):
-            items.extend(_assistant_step(step, answers or {}))
+            items.extend(_assistant_step(step, answers or {}, declared))
     return items

@@ -134,9 +134,17 @@ def test_the_request_carries_the_whole_history_as_input_items() -> None:
             "name": "lookup",
             "arguments": '{"q":"cat"}',
         },
-        {"type": "function_call_output", "call_id": "call_1", "output": '{"hits":2}'},
+        # a search OpenAI ran goes back whole: the API may not have kept the response
+        {
+            "type": "web_search_call",
+            "id": "ws_1",
+            "status": "completed",
+            "action": {"type": "search"},
+        },
         {"type": "function_call", "call_id": "call_2", "name": "fail", "arguments": "{}"},
-        {"type": "function_call_output", "call_id": "call_2", "output": "boom"},
+        # the step's answers after its calls, a failure marked as one
+        {"type": "function_call_output", "call_id": "call_1", "output": '{"hits":2}'},
+        {"type": "function_call_output", "call_id": "call_2", "output": '{"error":"boom"}'},
         {"role": "assistant", "content": "A cat."},
         {"role": "user", "content": [{"type": "input_text", "text": "Thanks!"}]},
     ]
@@ -324,4 +332,74 @@ async def test_an_mcp_approval_round_trips_through_the_real_chat(real_clients, m
     assert answer_items == [
         {"type": "item_reference", "id": "mcpr_68c2a0b3"},
         {"type": "mcp_approval_response", "approval_request_id": "mcpr_68c2a0b3", "approve": True},
+    ]
+
+
+def test_built_in_tools_the_app_ran_go_back_in_their_own_items_failures_included() -> None:
+    tools = {"shell": {"type": "shell"}, "apply_patch": {"type": "apply_patch"}}
+    tools["grammar"] = {"type": "custom", "description": "SQL in free text"}
+    patch = {"type": "delete_file", "path": "old.txt"}
+    parts = [
+        {"type": "step-start"},
+        {
+            "type": "tool-shell",
+            "toolCallId": "call_sh",
+            "state": "output-error",
+            "input": {"action": {"commands": ["rm -rf /tmp/x"], "timeoutMs": 500}},
+            "errorText": "permission denied",
+            "callProviderMetadata": {"openai": {"itemId": "sh_1"}},
+        },
+        {
+            "type": "tool-apply_patch",
+            "toolCallId": "call_ap",
+            "state": "output-denied",
+            "input": {"callId": "call_ap", "operation": patch},
+        },
+        {
+            "type": "tool-grammar",
+            "toolCallId": "call_g",
+            "state": "output-available",
+            "input": "SELECT 1",
+            "output": "1 row",
+        },
+    ]
+    messages = [
+        {"id": "u0", "role": "user", "parts": [text_part("clean up")]},
+        {"id": "a0", "role": "assistant", "parts": parts},
+        {"id": "u1", "role": "user", "parts": [text_part("and now?")]},
+    ]
+    body = request_body(provider_turn(OpenAIResponsesSettings, messages, tools=tools))
+    assert body["tools"][2] == {
+        "type": "custom",
+        "description": "SQL in free text",
+        "name": "grammar",
+    }
+    failed = {
+        "stdout": "",
+        "stderr": "permission denied",
+        "outcome": {"type": "exit", "exit_code": 1},
+    }
+    assert body["input"][1:-1] == [
+        {
+            "type": "shell_call",
+            "call_id": "call_sh",
+            "id": "sh_1",
+            "status": "completed",
+            "action": {"commands": ["rm -rf /tmp/x"], "timeout_ms": 500},
+        },
+        {
+            "type": "apply_patch_call",
+            "call_id": "call_ap",
+            "status": "completed",
+            "operation": patch,
+        },
+        {"type": "custom_tool_call", "call_id": "call_g", "name": "grammar", "input": "SELECT 1"},
+        {"type": "shell_call_output", "call_id": "call_sh", "output": [failed]},
+        {
+            "type": "apply_patch_call_output",
+            "call_id": "call_ap",
+            "status": "failed",
+            "output": "The user denied this tool call.",
+        },
+        {"type": "custom_tool_call_output", "call_id": "call_g", "output": "1 row"},
     ]

@@ -661,7 +661,10 @@ def _tools(settings: OpenAIResponsesSettings) -> list[dict[str, Any]]:
     tools = []
     for name, definition in settings.tools.items():
         if "type" in definition:  # a built-in tool (web_search, file_search…), sent as configured
-            tools.append(dict(definition))
+            built_in = dict(definition)
+            if built_in["type"] in ("custom", "function"):
+                built_in.setdefault("name", name)  # named by its key, as other tools are
+            tools.append(built_in)
             continue
         tool: dict[str, Any] = {
             "type": "function",
@@ -678,7 +681,7 @@ def request_body(turn: TurnInput) -> dict[str, Any]:
     settings: OpenAIResponsesSettings = turn.settings or OpenAIResponsesSettings()
     messages = turn.request.messages
     answers = {a.tool_call_id: a for a in turn.approval_answers}
-    items = spec.input_from_ui(messages, steps_of, answers)
+    items = spec.input_from_ui(messages, steps_of, answers, settings.tools)
     if not items:
         raise RequestRejected("The request has no message to send.")
     body: dict[str, Any] = {"model": settings.model, "stream": True}

@@ -111,19 +111,30 @@ def run_cases(cases: list[dict[str, Any]], timeout: float = 300) -> list[dict[in
     ]
 
 
-def ai_sdk_provider_bodies(cases: list[dict[str, Any]], timeout: float = 300) -> list[bytes]:
-    """What a Node route on the AI SDK sends for each recorded provider stream: ``[{provider,
-    frames, tools}]`` through ``provider_diff.mjs`` (the provider package + ``streamText`` +
-    ``toUIMessageStreamResponse``); one UI message stream body per case."""
+def _provider_runs(cases: list[dict[str, Any]], timeout: float) -> list[dict[str, Any]]:
     reason = unavailable_reason()
     if reason is not None:
         raise HarnessUnavailable(reason)
     payload = [{"id": str(i), **case} for i, case in enumerate(cases)]
-    results = _run_node(PROVIDER_SCRIPT, payload, timeout)
+    results: list[dict[str, Any]] = _run_node(PROVIDER_SCRIPT, payload, timeout)
     failed = [r for r in results if r.get("error")]
     if failed:
         raise RuntimeError(f"the AI SDK could not run case {failed[0]['id']}: {failed[0]['error']}")
-    return [base64.b64decode(r["body_b64"]) for r in results]
+    return results
+
+
+def ai_sdk_provider_bodies(cases: list[dict[str, Any]], timeout: float = 300) -> list[bytes]:
+    """What a Node route on the AI SDK sends for each recorded provider stream: ``[{provider,
+    frames, tools}]`` through ``provider_diff.mjs`` (the provider package + ``streamText`` +
+    ``toUIMessageStreamResponse``); one UI message stream body per case."""
+    return [base64.b64decode(r["body_b64"]) for r in _provider_runs(cases, timeout)]
+
+
+def ai_sdk_provider_requests(cases: list[dict[str, Any]], timeout: float = 300) -> list[Any]:
+    """The request body the AI SDK's provider sends for a ``UIMessage`` history: ``[{provider,
+    frames, tools, providerTools, messages, providerOptions?}]`` through ``provider_diff.mjs``
+    (``convertToModelMessages`` + the provider package); one parsed JSON body per case."""
+    return [r["request"] for r in _provider_runs(cases, timeout)]
 
 
 CHAT_LOOP_SCRIPT = HERE / "chat_loop.mjs"
@@ -160,6 +171,9 @@ class RealClients:
 
     def ai_sdk_provider_bodies(self, cases: list[dict[str, Any]]) -> list[bytes]:
         return ai_sdk_provider_bodies(cases)
+
+    def ai_sdk_provider_requests(self, cases: list[dict[str, Any]]) -> list[Any]:
+        return ai_sdk_provider_requests(cases)
 
     async def chat_loop(
         self, api: str, major: int, text: str, answers: list[dict[str, Any]], auto: bool = False

@@ -9,14 +9,16 @@
 // Input  (stdin): JSON array of cases {id, provider: "anthropic" | "openai" | "google" |
 //                 "openai-chat" | "openai-compatible", frames: [SSE data payloads],
 //                 tools: [tool names the app declares], providerTools: [{name, factory, args}]:
-//                 the provider's own tools (`openai.tools.shell`…) declared under `name`}
-// Output (stdout): JSON array of {id, body_b64, error?}
+//                 the provider's own tools (`openai.tools.shell`…) declared under `name`,
+//                 messages?: a UIMessage history to send instead of a one-line prompt (through
+//                 the AI SDK's convertToModelMessages), providerOptions?}
+// Output (stdout): JSON array of {id, body_b64, request: the JSON body the provider sent, error?}
 import { createServer } from "node:http";
 import { createAnthropic } from "@ai-sdk/anthropic";
 import { createGoogleGenerativeAI } from "@ai-sdk/google";
 import { createOpenAI } from "@ai-sdk/openai";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
-import { jsonSchema, streamText, tool } from "ai7";
+import { convertToModelMessages, jsonSchema, streamText, tool } from "ai7";
 
 const TIMEOUT_MS = 20_000;
 
@@ -33,10 +35,12 @@ function sseBody(provider, frames) {
     .join("");
 }
 
-async function serve(body) {
+async function serve(body, requests) {
   const server = createServer((req, res) => {
-    req.resume();
+    const chunks = [];
+    req.on("data", (chunk) => chunks.push(chunk));
     req.on("end", () => {
+      requests.push(Buffer.concat(chunks).toString("utf8"));
       res.writeHead(200, { "content-type": "text/event-stream" });
       res.end(body);
     });
@@ -66,7 +70,8 @@ function model(provider, base) {
 }
 
 async function runOne(testCase) {
-  const server = await serve(sseBody(testCase.provider, testCase.frames));
+  const requests = [];
+  const server = await serve(sseBody(testCase.provider, testCase.frames), requests);
   const { port } = server.address();
   const base = `http://127.0.0.1:${port}/v1${testCase.provider === "google" ? "beta" : ""}`;
   const tools = {
@@ -79,10 +84,14 @@ async function runOne(testCase) {
     ...providerTools(testCase.provider, base, testCase.providerTools),
   };
   try {
+    const prompt = testCase.messages
+      ? { messages: await convertToModelMessages(testCase.messages, { tools }) }
+      : { prompt: "recorded" };
     const result = streamText({
       model: model(testCase.provider, base),
-      prompt: "recorded",
+      ...prompt,
       tools,
+      providerOptions: testCase.providerOptions,
       maxRetries: 0,
       abortSignal: AbortSignal.timeout(TIMEOUT_MS),
       onError: () => {},
@@ -93,7 +102,8 @@ async function runOne(testCase) {
       onError: (error) => (error instanceof Error ? error.message : String(error)),
     });
     const bytes = Buffer.from(await response.arrayBuffer());
-    return { id: testCase.id, body_b64: bytes.toString("base64") };
+    const request = requests.length ? JSON.parse(requests[0]) : null;
+    return { id: testCase.id, body_b64: bytes.toString("base64"), request };
   } catch (error) {
     return { id: testCase.id, body_b64: "", error: String(error) };
   } finally {

@@ -2,9 +2,10 @@
 ``fixtures/recorded/``: the held-out set of tests/test_provider_differential.py.
 
 The AI SDK (github.com/vercel/ai, Apache-2.0) keeps, per provider package,
-``__fixtures__/*.chunks.txt`` files: one SSE ``data:`` payload per line, captured from Anthropic,
-OpenAI (Responses and chat completions), Azure, xAI, LM Studio, GitHub Copilot, DeepSeek, Groq,
-Mistral, Alibaba, Perplexity, Moonshot and Gemini. That is chunkbridge's recording format already;
+``__fixtures__/*.chunks.txt`` files (Cerebras: ``fixtures/``): one SSE ``data:`` payload per line,
+captured from Anthropic, OpenAI (Responses and chat completions), Azure, xAI, LM Studio, GitHub
+Copilot, DeepSeek, Groq, Mistral, Alibaba, Perplexity, Moonshot, Cerebras and Gemini. That is
+chunkbridge's recording format already;
 this script only sorts them by the API they speak, names them ``<package>--<name>.jsonl`` and
 writes ``index.json`` with their origin and the AI SDK provider package that reads the same API
 (the other side of the test). A file that holds several responses one after the other (a multi-step
@@ -41,6 +42,7 @@ PACKAGES = (
     "packages/alibaba/src/",
     "packages/perplexity/src/",
     "packages/moonshotai/src/",
+    "packages/cerebras/src/",
     "packages/google/src/__fixtures__/",
 )
 
@@ -55,11 +57,32 @@ def _git(git_dir: str, *args: str) -> str:
 _RESPONSE_STARTS = ('"type":"response.created"', '"type":"message_start"')
 
 
+def _completion_id(line: str) -> object:
+    """A chat completion chunk's ``id`` (every chunk of one response repeats it), else None."""
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return None
+    return event.get("id") if isinstance(event, dict) and "choices" in event else None
+
+
 def _responses(lines: list[str], name: str) -> list[list[str]]:
     """The file's responses, one list of lines each."""
     if "message-start" in name:  # the AI SDK's tests of exactly that malformed stream
         return [lines]
-    out: list[list[str]] = []
+    if lines and _completion_id(lines[0]) is not None:
+        # chat completions: another id starts the next response (Azure's prompt-filter chunk
+        # before the first one has an empty id)
+        out: list[list[str]] = []
+        current: object = None
+        for line in lines:
+            chunk_id = _completion_id(line)
+            if not out or (chunk_id and current and chunk_id != current):
+                out.append([])
+            current = chunk_id or current
+            out[-1].append(line)
+        return out
+    out = []
     for line in lines:
         compact = line.replace(" ", "")
         if not out or (compact.startswith("{") and any(s in compact for s in _RESPONSE_STARTS)):
@@ -99,7 +122,9 @@ def main(git_dir: str, commit: str = "HEAD") -> None:
     paths = _git(git_dir, "ls-tree", "-r", "--name-only", commit).splitlines()
     index: dict[str, dict[str, str]] = {}
     for path in sorted(paths):
-        if not path.endswith(".chunks.txt") or "/__fixtures__/" not in path:
+        if not path.endswith(".chunks.txt") or not (
+            "/__fixtures__/" in path or "/fixtures/" in path
+        ):
             continue
         if not path.startswith(PACKAGES) or "/interactions/" in path:
             continue

@@ -33,6 +33,8 @@ first chunk                          ``start`` with ``messageMetadata {model}``,
 ``usage`` (the ``choices: []`` chun  ``finish.messageMetadata.usage`` ``{promptTokens,
 requested with include_usage)        completionTokens, totalTokens, reasoningTokens?,
                                      cachedTokens?}``
+``citations`` (Perplexity: the URLs  a ``source-url`` part per URL, the first time it is listed
+``[1]``… refer to, on every chunk)   (the list repeats on every chunk)
 a chunk after a finished choice      a new step (multi-step agent hubs chain completions)
 ``{"error": {...}}`` mid-stream      ``error`` (the provider's message), ``finish`` (error)
 Azure ``prompt_filter_results``     provider noise: ignored (counted), never an error nor a data
@@ -95,7 +97,11 @@ class ChatCompletionChunk(TypedDict):
 #: Where chunkbridge and ``@ai-sdk/openai-compatible`` (or ``@ai-sdk/openai``'s chat model for
 #: OpenAI and Azure) + ``streamText`` + ``toUIMessageStream`` end with different ``UIMessage``\\s
 #: for the same recorded stream (tests/test_provider_differential.py).
-AI_SDK_DIFFERENCES: Final[dict[str, str]] = {}
+AI_SDK_DIFFERENCES: Final[dict[str, str]] = {
+    "citations-as-sources": "Perplexity's `citations` (the URLs its `[1]`, `[2]`… refer to): "
+    "the AI SDK's `openai-compatible` provider drops them (only `@ai-sdk/perplexity` reads "
+    "them); ours are `source-url` parts, so a `useChat` app shows where the answer comes from.",
+}
 
 FINISH_REASONS: Final[dict[str, str]] = {
     "stop": "stop",

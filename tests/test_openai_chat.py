@@ -187,3 +187,15 @@ def test_tool_calls_in_real_clients(real_clients) -> None:
         (tool,) = verdict.parts("tool-weather")
         assert tool["state"] == "input-available" and tool["input"] == {"city": "Paris"}
         assert verdict.finish_reason == "tool-calls" and verdict.text() == "Checking."
+
+
+def test_perplexity_citations_become_sources_once_each() -> None:
+    def chunk(citations: list[str], content: str, finish: str | None = None) -> dict:
+        choice = {"index": 0, "delta": {"content": content}, "finish_reason": finish}
+        return {"id": "p1", "model": "sonar", "citations": citations, "choices": [choice]}
+
+    a, b, c = "https://a.example", "https://b.example", "https://c.example"
+    events = [chunk([a, b], "See [1]"), chunk([a, b], " and [2]"), chunk([a, b, c], ".", "stop")]
+    chunks, _ = translate("openai-chat", events, target=7)
+    assert [s["url"] for s in of_type(chunks, "source-url")] == [a, b, c]
+    assert text_of(chunks) == "See [1] and [2]."

@@ -379,7 +379,14 @@ def _app_run_tools_finish_tool_calls(sdk: Side, ours: Side) -> tuple[Side, Side]
     return sdk, ours
 
 
+def _citations_as_sources(sdk: Side, ours: Side) -> tuple[Side, Side]:
+    if any(part["type"] == "source-url" for part in sdk.parts):
+        return sdk, ours
+    return sdk, _map(ours, lambda part: None if part["type"] == "source-url" else part)
+
+
 NORMALIZERS: dict[str, Normalizer] = {
+    "citations-as-sources": _citations_as_sources,
     "result-metadata-on-the-call": _result_metadata_on_the_call,
     "spliced-message-start": _spliced_message_start,
     "ai-sdk-rejects-real-stream": _ai_sdk_rejects_real_stream,

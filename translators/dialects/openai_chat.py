@@ -59,6 +59,8 @@ class OpenAIChatTranslator(Translator):
         #: Mapped finishReason of the finished choice, waiting for usage / ``[DONE]``.
         self._finish_reason: str | None = None
         self._metadata: dict[str, Any] = {}
+        #: URLs of the ``citations`` list already shown as sources (Perplexity repeats it).
+        self._cited: set[str] = set()
 
     def event_type(self, event: dict[str, Any]) -> str | None:
         if "error" in event and "choices" not in event:
@@ -110,6 +112,9 @@ class OpenAIChatTranslator(Translator):
                 self._metadata["model"] = event["model"]
                 start["messageMetadata"] = {"model": event["model"]}
             out += (start, {"type": "start-step"})
+        citations = event.get("citations")
+        if type(citations) is list and len(citations) > len(self._cited):
+            out += self._citation_sources(citations)
         for choice in choices:
             require_dict(choice, "a choice")
             if choice.get("index", 0) != 0:
@@ -167,6 +172,16 @@ class OpenAIChatTranslator(Translator):
             out += self.end_parts()
             out.append({"type": "finish-step"})
             self._finish_reason = FINISH_REASONS.get(finish_reason, "other")
+        return out
+
+    def _citation_sources(self, citations: list[Any]) -> list[Chunk]:
+        """Perplexity's ``citations`` (the URLs its answer's ``[1]``… refer to, in order): a
+        ``source-url`` part for each the first time it is listed."""
+        out: list[Chunk] = []
+        for url in citations:
+            if isinstance(url, str) and url and url not in self._cited:
+                self._cited.add(url)
+                out.append({"type": "source-url", "sourceId": self.ids("source"), "url": url})
         return out
 
     def _refusal(self, text: str) -> list[Chunk]:

@@ -46,7 +46,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Generator[None, object, o
     the policy for the current loop around every test; in a sync test that makes asyncio create
     one nobody closes, and its ResourceWarning fires later, in whichever test the garbage
     collector happens to run (an error under ``filterwarnings = error``)."""
-    if asyncio.iscoroutinefunction(pyfuncitem.obj):
+    if pyfuncitem.get_closest_marker("asyncio") is not None:  # pytest-asyncio's own loop
         return (yield)
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)

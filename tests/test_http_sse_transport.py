@@ -50,6 +50,20 @@ class RawServer:
         return head + body
 
 
+def replies(raw: bytes) -> Callable[[RawServer], Handler]:
+    """A server that reads the request, answers ``raw`` as it is, and closes the connection."""
+
+    def handler(state: RawServer) -> Handler:
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await state.read_request(reader)
+            writer.write(raw)
+            await writer.drain()
+
+        return serve
+
+    return handler
+
+
 @contextlib.asynccontextmanager
 async def raw_server(
     handler: Callable[[RawServer], Handler],
@@ -140,15 +154,9 @@ async def test_chunked_events_split_anywhere_and_the_connection_is_kept_alive(
 
 
 async def test_a_kept_alive_connection_the_server_closed_is_replaced_once() -> None:
-    def handler(state: RawServer) -> Handler:
-        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            await state.read_request(reader)
-            body = b"data: x\n\n"
-            writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body))
-            await writer.drain()
-            # then the server drops the idle connection (its keep-alive timeout)
-
-        return serve
+    body = b"data: x\n\n"
+    # then the server drops the idle connection (its keep-alive timeout)
+    handler = replies(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body))
 
     pool = HttpConnectionPool()
     async with raw_server(handler) as (url, state):
@@ -235,21 +243,8 @@ async def test_an_error_answer_becomes_the_dialects_frame() -> None:
 
 
 async def test_garbage_compression_silence_and_refusal_are_upstream_errors() -> None:
-    def garbage(state: RawServer) -> Handler:
-        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            await state.read_request(reader)
-            writer.write(b"SSH-2.0-OpenSSH_9.6\r\n\r\n")
-            await writer.drain()
-
-        return serve
-
-    def gzip(state: RawServer) -> Handler:
-        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            await state.read_request(reader)
-            writer.write(b"HTTP/1.1 200 OK\r\ncontent-encoding: gzip\r\ncontent-length: 0\r\n\r\n")
-            await writer.drain()
-
-        return serve
+    garbage = replies(b"SSH-2.0-OpenSSH_9.6\r\n\r\n")
+    gzip = replies(b"HTTP/1.1 200 OK\r\ncontent-encoding: gzip\r\ncontent-length: 0\r\n\r\n")
 
     def silent(state: RawServer) -> Handler:
         async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

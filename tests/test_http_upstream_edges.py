@@ -25,6 +25,7 @@ from tests.test_http_sse_transport import (
     drain,
     open_,
     raw_server,
+    replies,
 )
 from translators.kit import HttpRequest, HttpSseContract
 
@@ -73,15 +74,7 @@ async def test_h11_protocol_errors_are_upstream_errors() -> None:
     assert "protocol error" in str(refused.value.detail)
 
     # A response h11 cannot read.
-    def garbage(state: RawServer) -> Handler:
-        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            await state.read_request(reader)
-            writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: nope\r\n\r\n")
-            await writer.drain()
-
-        return serve
-
-    async with raw_server(garbage) as (url, _):
+    async with raw_server(replies(b"HTTP/1.1 200 OK\r\ncontent-length: nope\r\n\r\n")) as (url, _):
         with pytest.raises((UpstreamClosed, UpstreamUnavailable)):
             await open_(pool, url)
     await pool.aclose()

@@ -76,6 +76,24 @@ def caller_metadata(block: dict[str, Any]) -> dict[str, Any] | None:
     return {"anthropic": {"caller": info}}
 
 
+#: An advisor result's fields: the API's name, the AI SDK's, whether a ``null`` is left out.
+_ADVISOR_FIELDS: Final = (
+    ("text", "text", False),
+    ("encrypted_content", "encryptedContent", False),
+    ("stop_reason", "stopReason", True),
+)
+
+
+def _advisor(content: dict[str, Any], to_api: bool) -> dict[str, Any]:
+    """An advisor result with its fields renamed: to the AI SDK's names, or back to the API's."""
+    out = {"type": content.get("type")}
+    for api, sdk, unless_null in _ADVISOR_FIELDS:
+        source, target = (sdk, api) if to_api else (api, sdk)
+        if source in content and not (unless_null and content[source] is None):
+            out[target] = content[source]
+    return out
+
+
 def web_search_output(content: list[Any]) -> list[dict[str, Any]]:
     """``web_search_tool_result.content`` in the AI SDK's shape (so an app reads one shape)."""
     out = []
@@ -124,14 +142,7 @@ def server_tool_output(kind: str, content: Any) -> Any:
             if isinstance(ref, dict)
         ]
     if kind == "advisor_tool_result":
-        out = {"type": content.get("type")}
-        if "text" in content:
-            out["text"] = content["text"]
-        if "encrypted_content" in content:
-            out["encryptedContent"] = content["encrypted_content"]
-        if content.get("stop_reason") is not None:
-            out["stopReason"] = content["stop_reason"]
-        return out
+        return _advisor(content, to_api=False)
     if kind == "code_execution_tool_result" and content.get("type") == "code_execution_result":
         return {
             "type": "code_execution_result",
@@ -218,14 +229,7 @@ def _api_output(kind: str, output: Any) -> Any:
     if kind == "web_fetch_tool_result" and output.get("type") == "web_fetch_result":
         return _snake_web_fetch(output)
     if kind == "advisor_tool_result":
-        content = {"type": output.get("type")}
-        if "text" in output:
-            content["text"] = output["text"]
-        if "encryptedContent" in output:
-            content["encrypted_content"] = output["encryptedContent"]
-        if output.get("stopReason") is not None:
-            content["stop_reason"] = output["stopReason"]
-        return content
+        return _advisor(output, to_api=True)
     return output
 
 

@@ -276,9 +276,11 @@ def _caller(meta: dict[str, Any]) -> dict[str, Any] | None:
     return caller
 
 
-def _call_items(part: Any, tools: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """An answered call the app ran → (the call item, its output item)."""
-    meta = (getattr(part, "callProviderMetadata", None) or {}).get("openai") or {}
+def _call_items(
+    part: Any, meta: dict[str, Any], tools: Mapping[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An answered call the app ran (``meta``: its ``callProviderMetadata.openai``) → (the call
+    item, its output item)."""
     items = tools_spec.app_run_items(part, tools["types"], meta.get("itemId"))
     if items is not None:
         return items
@@ -356,13 +358,13 @@ def _assistant_step(
             continue
         if not hasattr(part, "toolCallId"):
             continue
+        call_meta = (getattr(part, "callProviderMetadata", None) or {}).get("openai") or {}
         if part.providerExecuted:
-            call_meta = (getattr(part, "callProviderMetadata", None) or {}).get("openai") or {}
             items += tools_spec.hosted_items(part, call_meta.get("itemId"))
             continue
         if part.state not in ("output-available", "output-error", "output-denied"):
             continue  # no answer yet
-        call, output = _call_items(part, tools)
+        call, output = _call_items(part, call_meta, tools)
         items.append(call)
         outputs.append(output)
     return items + outputs

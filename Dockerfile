@@ -12,6 +12,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /app
 COPY pyproject.toml README.md ./
+COPY src ./src
 COPY protocol_specs ./protocol_specs
 COPY translators ./translators
 COPY gateway ./gateway

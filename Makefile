@@ -10,13 +10,24 @@ NPM_CI := npm ci --no-audit --no-fund --loglevel=error
 
 .PHONY: install test e2e demo lint bench bench-micro clean
 
+# The package's files: gateway/, translators/ and protocol_specs/ install as chunkbridge.gateway…
+# (pyproject.toml's package directories). The editable install is setuptools' strict mode, a tree
+# of links shaped like the wheel (build/__editable__.*), which mypy and import-linter read as
+# well; it is made again whenever a module is added, moved or removed.
+PACKAGE_FILES := $(shell find src gateway translators protocol_specs -name '*.py' -o -name '*.html' -o -name py.typed | sort | cksum | cut -d' ' -f1)
+
 # Re-runs cheaply: pip and npm are skipped when their inputs did not change.
-install: $(VENV)/.installed $(CONFORMANCE)/node_modules/.installed $(EXAMPLE)/node_modules/.installed
+install: $(VENV)/.tree-$(PACKAGE_FILES) $(CONFORMANCE)/node_modules/.installed $(EXAMPLE)/node_modules/.installed
 
 $(VENV)/.installed: pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev]' --config-settings editable_mode=strict
+	@touch $@
+
+$(VENV)/.tree-$(PACKAGE_FILES): $(VENV)/.installed
+	@rm -f $(VENV)/.tree-*
+	$(BIN)/python -m pip install --quiet --no-deps -e . --config-settings editable_mode=strict
 	@touch $@
 
 $(CONFORMANCE)/node_modules/.installed: $(CONFORMANCE)/package.json $(CONFORMANCE)/package-lock.json
@@ -52,4 +63,4 @@ bench-micro: install
 	$(BIN)/python bench/pipeline.py
 
 clean:
-	rm -rf $(VENV) $(CONFORMANCE)/node_modules $(EXAMPLE)/node_modules $(EXAMPLE)/dist e2e-artifacts
+	rm -rf $(VENV) build $(CONFORMANCE)/node_modules $(EXAMPLE)/node_modules $(EXAMPLE)/dist e2e-artifacts

@@ -30,12 +30,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import orjson  # noqa: E402
 
-from gateway.dialects import get_dialect  # noqa: E402
-from translators.core.closing import CloseReason, CloseRequest  # noqa: E402
-from translators.core.guard import StreamGuard  # noqa: E402
-from translators.core.sse_codec import encode_chunks  # noqa: E402
-from translators.core.turn import Turn  # noqa: E402
-from translators.kit import TranslatorOptions  # noqa: E402
+from chunkbridge.gateway.dialects import get_dialect  # noqa: E402
+from chunkbridge.kit import TranslatorOptions  # noqa: E402
+from chunkbridge.translators.core.closing import CloseReason, CloseRequest  # noqa: E402
+from chunkbridge.translators.core.guard import StreamGuard  # noqa: E402
+from chunkbridge.translators.core.sse_codec import encode_chunks  # noqa: E402
+from chunkbridge.translators.core.turn import Turn  # noqa: E402
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else int(os.environ.get("BENCH_N", 1_000_000))
 REPEAT = int(os.environ.get("REPEAT", 3))

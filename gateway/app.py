@@ -1,13 +1,14 @@
 """The Starlette app: ``POST /api/sessions/{session_id}/chat`` plus health, readiness and metrics.
 
-Error policy (Starlette's ``response_started`` rule): everything that can fail before the first
-byte — request shape, auth, the session's turn lock, connecting to the upstream and sending the
-prompt — fails as a short plain-text HTTP error (the AI SDK shows the body to the user). Once
-streaming, problems become an ``error`` chunk (see :mod:`gateway.driver`). Every request ends
-with one structured log line (``request.rejected`` or ``stream.end``).
+Error policy (Starlette's ``response_started`` rule): everything that can fail before the first byte
+— request shape, auth, the session's turn lock, connecting to the upstream and sending the prompt —
+fails as a short plain-text HTTP error (the AI SDK shows the body to the user). Once streaming,
+problems become an ``error`` chunk (see :mod:`chunkbridge.gateway.driver`). Every request ends with
+one structured log line (``request.rejected`` or ``stream.end``).
 
-The app names no dialect: the configured one comes from the registry (:mod:`gateway.dialects`),
-and its contract decides how a turn starts upstream (:mod:`gateway.connectors`).
+The app names no dialect: the configured one comes from the registry
+(:mod:`chunkbridge.gateway.dialects`), and its contract decides how a turn starts upstream
+(:mod:`chunkbridge.gateway.connectors`).
 """
 
 from __future__ import annotations
@@ -27,14 +28,14 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route, WebSocketRoute
 
-from gateway.auth import authenticate
-from gateway.chat_socket import chat_socket
-from gateway.config import GatewayConfig
-from gateway.errors import BadRequest, NotFound, UnsupportedMediaType
-from gateway.intake import check_session, check_size, parse_chat_body, refusal, rejected
-from gateway.resume import ResumeResponse
-from gateway.state import RETRY_AFTER_DRAINING, SESSION_ID, GatewayState
-from gateway.turns import open_turn
+from chunkbridge.gateway.auth import authenticate
+from chunkbridge.gateway.chat_socket import chat_socket
+from chunkbridge.gateway.config import GatewayConfig
+from chunkbridge.gateway.errors import BadRequest, NotFound, UnsupportedMediaType
+from chunkbridge.gateway.intake import check_session, check_size, parse_chat_body, refusal, rejected
+from chunkbridge.gateway.resume import ResumeResponse
+from chunkbridge.gateway.state import RETRY_AFTER_DRAINING, SESSION_ID, GatewayState
+from chunkbridge.gateway.turns import open_turn
 
 __all__ = ["GatewayState", "create_app", "open_turn"]  # state and opening re-exported
 
@@ -43,7 +44,7 @@ _JSON_TYPES = ("application/json",)
 
 async def _read_body(request: Request, limit: int) -> bytes:
     """The body, or :class:`PayloadTooLarge` as soon as it is known to be over ``limit`` (the
-    rest is then read and dropped by the lingering refusal, :mod:`gateway.intake`)."""
+    rest is then read and dropped by the lingering refusal, :mod:`chunkbridge.gateway.intake`)."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit():
         check_size(int(declared), limit)

@@ -26,10 +26,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from gateway.errors import BadRequest, RequestError
-from protocol_specs.human_in_the_loop import QUESTION_TOOL, approval_signature
-from translators.core.guard import IssuedApproval
-from translators.kit import ApprovalAnswer
+from chunkbridge.gateway.errors import BadRequest, RequestError
+from chunkbridge.kit import ApprovalAnswer
+from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL, approval_signature
+from chunkbridge.translators.core.guard import IssuedApproval
 
 __all__ = [
     "ApprovalAlreadyAnswered",

@@ -1,16 +1,16 @@
 """Request authentication: ``none``, ``bearer-forward`` and ``jwt`` (spec: seed-protocols §1).
 
 :func:`authenticate` returns the headers to add to the upstream handshake, or raises
-:class:`~gateway.errors.Unauthorized` (no or bad credentials) / :class:`~gateway.errors.Forbidden`
-(valid credentials, but not for this session).
+:class:`~chunkbridge.gateway.errors.Unauthorized` (no or bad credentials) /
+:class:`~chunkbridge.gateway.errors.Forbidden` (valid credentials, but not for this session).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from gateway.config import AuthMode, GatewayConfig
-from gateway.errors import Forbidden, Unauthorized
+from chunkbridge.gateway.config import AuthMode, GatewayConfig
+from chunkbridge.gateway.errors import Forbidden, Unauthorized
 
 __all__ = ["authenticate", "bearer_token"]
 

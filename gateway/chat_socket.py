@@ -26,13 +26,13 @@ from typing import Any
 import orjson
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from gateway.auth import authenticate
-from gateway.errors import BadRequest, GatewayError
-from gateway.intake import check_session, check_size, parse_chat_request, rejected
-from gateway.state import SESSION_ID, GatewayState
-from gateway.streaming import ChatStream
-from gateway.turns import open_turn
-from translators.core.sse_codec import DONE_FRAME
+from chunkbridge.gateway.auth import authenticate
+from chunkbridge.gateway.errors import BadRequest, GatewayError
+from chunkbridge.gateway.intake import check_session, check_size, parse_chat_request, rejected
+from chunkbridge.gateway.state import SESSION_ID, GatewayState
+from chunkbridge.gateway.streaming import ChatStream
+from chunkbridge.gateway.turns import open_turn
+from chunkbridge.translators.core.sse_codec import DONE_FRAME
 
 __all__ = ["chat_socket"]
 
@@ -147,7 +147,8 @@ class _Connection:
             request.task.cancel()  # a resume: stop following
 
     async def start(self, request: _Request, frame: dict[str, Any], size: int) -> None:
-        """A ``send``: the POST's intake (:mod:`gateway.intake`: the same checks, messages,
+        """A ``send``: the POST's intake (:mod:`chunkbridge.gateway.intake`: the same checks,
+        messages,
         metrics and log lines), then the same turn."""
         state = self.state
         started = time.monotonic()

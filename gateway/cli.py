@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from protocol_specs.ui_message_stream import ALL_MAJORS, DEFAULT_TARGET
+from chunkbridge.protocol_specs.ui_message_stream import ALL_MAJORS, DEFAULT_TARGET
 
 __all__ = ["main", "build_parser"]
 
@@ -38,8 +38,8 @@ def _read_input(path: str) -> bytes:
 def _continued(path: str) -> tuple[str, list[Any]]:
     """The id and the tool parts of the assistant message a body continues (a UIMessage JSON
     file, e.g. the previous response's message as the client holds it)."""
-    from protocol_specs.chat_request import ChatRequest
-    from translators.kit import TurnInput
+    from chunkbridge.kit import TurnInput
+    from chunkbridge.protocol_specs.chat_request import ChatRequest
 
     message = json.loads(Path(path).read_text())
     if not isinstance(message, dict) or message.get("role") != "assistant":
@@ -49,7 +49,7 @@ def _continued(path: str) -> tuple[str, list[Any]]:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from translators.core.validator import validate_sse
+    from chunkbridge.translators.core.validator import validate_sse
 
     try:
         body = _read_input(args.file)
@@ -109,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("-q", "--quiet", action="store_true", help="do not print warnings")
     validate.set_defaults(func=cmd_validate)
 
-    from gateway import cli_commands
+    from chunkbridge.gateway import cli_commands
 
     cli_commands.register(sub, _target)
     return parser

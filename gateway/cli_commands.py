@@ -1,7 +1,7 @@
-"""Subcommands beyond ``validate``: registered here so :mod:`gateway.cli` stays small.
+"""Subcommands beyond ``validate``: registered here so :mod:`chunkbridge.gateway.cli` stays small.
 
 ``serve``, ``demo`` and ``record`` take every setting as a flag, generated from the settings models
-(:mod:`gateway.flags`): the gateway's own and each registered dialect's.
+(:mod:`chunkbridge.gateway.flags`): the gateway's own and each registered dialect's.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gateway.config import ConfigError, GatewayConfig, LoadedConfig
+from chunkbridge.gateway.config import ConfigError, GatewayConfig, LoadedConfig
 
 __all__ = ["register"]
 
@@ -29,8 +29,8 @@ class _Flags:
 
 
 def _add_settings(parser: argparse.ArgumentParser, exclude: Iterable[str] = ()) -> _Flags:
-    from gateway.dialects import registry
-    from gateway.flags import add_model_flags
+    from chunkbridge.gateway.dialects import registry
+    from chunkbridge.gateway.flags import add_model_flags
 
     parser.add_argument("--config", metavar="FILE.toml", help="TOML configuration file")
     flags = _Flags(add_model_flags(parser, GatewayConfig, exclude=exclude))
@@ -42,9 +42,9 @@ def _add_settings(parser: argparse.ArgumentParser, exclude: Iterable[str] = ()) 
 
 
 def _load(args: argparse.Namespace, flags: _Flags, **overrides: Any) -> LoadedConfig:
-    from gateway.config import load_config
-    from gateway.dialects import registry
-    from gateway.flags import collect
+    from chunkbridge.gateway.config import load_config
+    from chunkbridge.gateway.dialects import registry
+    from chunkbridge.gateway.flags import collect
 
     models = {name: d.settings for name, d in registry().dialects.items()}
     values = collect(args, flags.gateway)
@@ -66,7 +66,7 @@ def _fail(command: str, message: object) -> int:
 
 
 def cmd_dialects(args: argparse.Namespace) -> int:
-    from gateway.dialects import registry
+    from chunkbridge.gateway.dialects import registry
 
     found = registry()
     for name, dialect in found.dialects.items():
@@ -78,10 +78,10 @@ def cmd_dialects(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from gateway.dialects import UnknownDialect, get_dialect
-    from gateway.recordings import frames_of
-    from gateway.replay import golden_diff, replay_frames
-    from translators.kit import UnknownEventPolicy
+    from chunkbridge.gateway.dialects import UnknownDialect, get_dialect
+    from chunkbridge.gateway.recordings import frames_of
+    from chunkbridge.gateway.replay import golden_diff, replay_frames
+    from chunkbridge.kit import UnknownEventPolicy
 
     try:
         get_dialect(args.dialect)
@@ -121,9 +121,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from gateway.app import create_app
-    from gateway.logging import configure_logging, get_logger
-    from gateway.server import run_app
+    from chunkbridge.gateway.app import create_app
+    from chunkbridge.gateway.logging import configure_logging, get_logger
+    from chunkbridge.gateway.server import run_app
 
     try:
         loaded = _load(args, args.flags)
@@ -145,7 +145,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         auth=config.auth.value,
     )
     if config.workers > 1:
-        from gateway.server import run_workers
+        from chunkbridge.gateway.server import run_workers
 
         if config.resume == "memory":
             log.warning(
@@ -160,7 +160,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _demo_dialect(requested: str | None) -> Any:
-    from gateway.dialects import get_dialect, registry
+    from chunkbridge.gateway.dialects import get_dialect, registry
 
     if requested is not None:
         dialect = get_dialect(requested)
@@ -174,11 +174,11 @@ def _demo_dialect(requested: str | None) -> Any:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from gateway.app import GatewayState, create_app
-    from gateway.demo import demo_routes
-    from gateway.logging import configure_logging
-    from gateway.server import run_app
-    from gateway.upstreams import DemoHttpUpstream, DemoUpstream
+    from chunkbridge.gateway.app import GatewayState, create_app
+    from chunkbridge.gateway.demo import demo_routes
+    from chunkbridge.gateway.logging import configure_logging
+    from chunkbridge.gateway.server import run_app
+    from chunkbridge.gateway.upstreams import DemoHttpUpstream, DemoUpstream
 
     try:
         dialect = _demo_dialect(args.dialect)
@@ -240,14 +240,14 @@ def cmd_mock_upstream(args: argparse.Namespace) -> int:
     import asyncio
     import signal
 
-    from gateway.upstreams import RecordingUpstream, recording_http_app
+    from chunkbridge.gateway.upstreams import RecordingUpstream, recording_http_app
 
     files = [Path(f) for f in args.files]
     missing = [str(f) for f in files if not f.is_file()]
     if missing:
         return _fail("mock-upstream", f"no such file: {', '.join(missing)}")
     if args.transport == "http":
-        from gateway.server import run_app
+        from chunkbridge.gateway.server import run_app
 
         base = f"http://{args.host}:{args.port}"
         print(
@@ -280,7 +280,7 @@ def cmd_mock_upstream(args: argparse.Namespace) -> int:
 def cmd_record(args: argparse.Namespace) -> int:
     import asyncio
 
-    from gateway.record import record
+    from chunkbridge.gateway.record import record
 
     if not (args.upstream and args.dialect):
         return _fail("record", "--upstream and --dialect are required")

@@ -1,10 +1,11 @@
 """Opening a turn upstream, as the dialect describes it and the upstream URL's scheme chooses.
 
 A :class:`Connector` is made once per app from the configured dialect's contract: ``ws://`` and
-``wss://`` URLs use its :class:`~translators.kit.WebSocketContract`, ``http://`` and ``https://``
-its :class:`~translators.kit.HttpSseContract`. ``open`` builds the turn's frames or request (pure
-functions of the dialect), connects, sends, and hands back the :class:`~gateway.transports.
-Upstream`; everything that can fail here fails before the response starts, as an HTTP error.
+``wss://`` URLs use its :class:`~chunkbridge.kit.WebSocketContract`, ``http://`` and ``https://``
+its :class:`~chunkbridge.kit.HttpSseContract`. ``open`` builds the turn's frames or request (pure
+functions of the dialect), connects, sends, and hands back the
+:class:`~chunkbridge.gateway.transports. Upstream`; everything that can fail here fails before the
+response starts, as an HTTP error.
 """
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ from __future__ import annotations
 from typing import Protocol
 from urllib.parse import quote, urlsplit
 
-from gateway.config import ConfigError, GatewayConfig
-from gateway.errors import UpstreamAuthRejected
-from gateway.transports.base import Upstream
-from gateway.transports.websocket import open_websocket
-from translators.kit import (
+from chunkbridge.gateway.config import ConfigError, GatewayConfig
+from chunkbridge.gateway.errors import UpstreamAuthRejected
+from chunkbridge.gateway.transports.base import Upstream
+from chunkbridge.gateway.transports.websocket import open_websocket
+from chunkbridge.kit import (
     Dialect,
     FrameTemplates,
     HttpSseContract,
@@ -31,7 +32,8 @@ __all__ = ["Connector", "HttpSseConnector", "WebSocketConnector", "connector_for
 class Connector(Protocol):
     async def open(self, turn: TurnInput, forward: dict[str, str]) -> Upstream:
         """Start ``turn`` upstream, passing on the client's ``forward`` headers. Raises
-        :class:`~translators.kit.RequestRejected` or a :class:`~gateway.errors.GatewayError`."""
+        :class:`~chunkbridge.kit.RequestRejected` or a
+        :class:`~chunkbridge.gateway.errors.GatewayError`."""
 
     async def aclose(self) -> None:
         """Release shared resources (connection pools)."""
@@ -83,7 +85,7 @@ class WebSocketConnector:
 
 class HttpSseConnector:
     def __init__(self, url: str, contract: HttpSseContract, config: GatewayConfig) -> None:
-        from gateway.transports.http_sse import HttpConnectionPool
+        from chunkbridge.gateway.transports.http_sse import HttpConnectionPool
 
         self.url = url
         self.contract = contract
@@ -93,7 +95,7 @@ class HttpSseConnector:
         self.pool = HttpConnectionPool(max_event_bytes=config.max_event_bytes)
 
     async def open(self, turn: TurnInput, forward: dict[str, str]) -> Upstream:
-        from gateway.transports.http_sse import open_http_sse
+        from chunkbridge.gateway.transports.http_sse import open_http_sse
 
         request = self.contract.request(turn)
         url = _url(self.url, turn.session_id).rstrip("/") + request.path

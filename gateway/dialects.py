@@ -1,4 +1,4 @@
-"""The dialect registry: every :class:`~translators.kit.Dialect` registered under the entry point
+"""The dialect registry: every :class:`~chunkbridge.kit.Dialect` registered under the entry point
 group ``chunkbridge.dialects``, the built-in ones included (``pyproject.toml``)::
 
     [project.entry-points."chunkbridge.dialects"]
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib.metadata import entry_points
 
-from translators.kit import Dialect, Translator
+from chunkbridge.kit import Dialect, Translator
 
 __all__ = ["ENTRY_POINT_GROUP", "Registry", "UnknownDialect", "get_dialect", "registry"]
 
@@ -46,11 +46,11 @@ class Registry:
 def _load(value: str, loaded: object, name: str) -> Dialect:
     if isinstance(loaded, type) and issubclass(loaded, Translator):
         raise TypeError(
-            f"{value} is a Translator class; register a translators.kit.Dialect that names it "
+            f"{value} is a Translator class; register a chunkbridge.kit.Dialect that names it "
             "and describes the upstream (README, 'Writing a dialect')"
         )
     if not isinstance(loaded, Dialect):
-        raise TypeError(f"{value} is a {type(loaded).__name__}, not a translators.kit.Dialect")
+        raise TypeError(f"{value} is a {type(loaded).__name__}, not a chunkbridge.kit.Dialect")
     if loaded.name != name:
         raise ValueError(f"{value} is named {loaded.name!r}, registered as {name!r}")
     return loaded

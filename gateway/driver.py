@@ -1,9 +1,10 @@
 """The turn driver: the one loop that moves a turn from its upstream to its output.
 
-``chunkbridge serve`` (through :class:`gateway.streaming.ChatStream`), ``replay``, the golden files,
-``record`` and the tests all run turns with :meth:`TurnDriver.run`: receive a frame, run it — and
-every further frame the upstream transport already holds — through the turn's fused hot path
-(:meth:`translators.core.turn.Turn.encode_frame`), write the result in one ``write``.
+``chunkbridge serve`` (through :class:`chunkbridge.gateway.streaming.ChatStream`), ``replay``,
+the golden files, ``record`` and the tests all run turns with :meth:`TurnDriver.run`: receive
+a frame, run it — and every further frame the upstream transport already holds — through the
+turn's fused hot path
+(:meth:`chunkbridge.translators.core.turn.Turn.encode_frame`), write the result in one ``write``.
 
 Bursts are written at most once per ``flush_interval`` (1 ms by default): a frame that arrives
 sooner after a write, alone, waits for the rest of the interval while the upstream is not read
@@ -18,11 +19,12 @@ returned, which under uvicorn means the transport can take more. Meanwhile frame
 upstream transport, which stops reading above its high-water mark: the upstream is slowed down
 instead of the gateway buffering the turn.
 
-Silence is watched by one timer per turn over a sans-I/O :class:`~translators.core.deadlines.
-Deadlines`: armed when the loop starts waiting, it wakes the waiting ``recv`` (which then returns
-``None``) when a keep-alive or a timeout is due. Every way a turn can end — the upstream's own
-ending, the connection lost, a timeout, :meth:`TurnDriver.stop` — produces the turn's closing
-chunks; nothing escapes as an exception but cancellation.
+Silence is watched by one timer per turn over a sans-I/O
+:class:`~chunkbridge.translators.core.deadlines. Deadlines`: armed when the loop starts waiting, it
+wakes the waiting ``recv`` (which then returns ``None``) when a keep-alive or a timeout is due.
+Every way a turn can end — the upstream's own ending, the connection lost, a timeout,
+:meth:`TurnDriver.stop` — produces the turn's closing chunks; nothing escapes as an exception but
+cancellation.
 """
 
 from __future__ import annotations
@@ -33,12 +35,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from gateway.errors import GatewayError, UpstreamTimeout
-from gateway.transports.base import Upstream, UpstreamEnded
-from translators.core.closing import CloseReason, CloseRequest
-from translators.core.deadlines import Deadlines, Due
-from translators.core.sse_codec import KEEPALIVE_FRAME, encode_chunks
-from translators.core.turn import Turn
+from chunkbridge.gateway.errors import GatewayError, UpstreamTimeout
+from chunkbridge.gateway.transports.base import Upstream, UpstreamEnded
+from chunkbridge.translators.core.closing import CloseReason, CloseRequest
+from chunkbridge.translators.core.deadlines import Deadlines, Due
+from chunkbridge.translators.core.sse_codec import KEEPALIVE_FRAME, encode_chunks
+from chunkbridge.translators.core.turn import Turn
 
 __all__ = ["Counters", "DriverSettings", "Totals", "TurnDriver", "Write"]
 

@@ -20,8 +20,8 @@ the response has gone out) and ``client_message`` (short text the AI SDK shows t
         ├── UpstreamClosed            the connection ended while streaming (an error chunk)
         └── UpstreamEventTooLarge     one event grew past max_event_bytes (an error chunk)
 
-Foreign exceptions (``OSError``, ``websockets`` and ``h11`` errors) are mapped to these only at
-the transport boundary (:func:`gateway.transports.base.map_upstream_errors`). An unexpected
+Foreign exceptions (``OSError``, ``websockets`` and ``h11`` errors) are mapped to these only at the
+transport boundary (:func:`chunkbridge.gateway.transports.base.map_upstream_errors`). An unexpected
 exception never reaches the client as text: it gets a generic message, the detail goes to the log.
 """
 

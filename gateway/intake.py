@@ -23,9 +23,9 @@ import orjson
 from pydantic import ValidationError
 from starlette.responses import PlainTextResponse, Response
 
-from gateway.errors import BadRequest, GatewayError, PayloadTooLarge, ServiceUnavailable
-from gateway.state import RETRY_AFTER_DRAINING, SESSION_ID, GatewayState
-from protocol_specs.chat_request import ChatRequest
+from chunkbridge.gateway.errors import BadRequest, GatewayError, PayloadTooLarge, ServiceUnavailable
+from chunkbridge.gateway.state import RETRY_AFTER_DRAINING, SESSION_ID, GatewayState
+from chunkbridge.protocol_specs.chat_request import ChatRequest
 
 __all__ = [
     "LingeringRefusal",

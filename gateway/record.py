@@ -10,14 +10,14 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from gateway.app import GatewayState
-from gateway.config import GatewayConfig
-from gateway.driver import TurnDriver
-from gateway.recordings import RecordingWriter
-from gateway.transports.base import Upstream
-from protocol_specs.chat_request import ChatRequest
-from translators.core.turn import Turn
-from translators.kit import TranslatorOptions, TurnInput
+from chunkbridge.gateway.app import GatewayState
+from chunkbridge.gateway.config import GatewayConfig
+from chunkbridge.gateway.driver import TurnDriver
+from chunkbridge.gateway.recordings import RecordingWriter
+from chunkbridge.gateway.transports.base import Upstream
+from chunkbridge.kit import TranslatorOptions, TurnInput
+from chunkbridge.protocol_specs.chat_request import ChatRequest
+from chunkbridge.translators.core.turn import Turn
 
 __all__ = ["record"]
 

@@ -1,10 +1,11 @@
 """Replay a recorded upstream session through the turn driver into an SSE body.
 
-The recording (:mod:`gateway.recordings`) becomes a :class:`~gateway.transports.replay.
-ReplayUpstream` and runs through the same :class:`~gateway.driver.TurnDriver` and
-:class:`~translators.core.turn.Turn` as a live turn, so a golden file checks the code that
-serves users. Ids are deterministic (a counter per kind), so the output is byte-identical for
-the same input; the body is what the gateway writes after its ``: stream-open`` comment.
+The recording (:mod:`chunkbridge.gateway.recordings`) becomes a
+:class:`~chunkbridge.gateway.transports.replay. ReplayUpstream` and runs through the same
+:class:`~chunkbridge.gateway.driver.TurnDriver` and :class:`~chunkbridge.translators.core.turn.Turn`
+as a live turn, so a golden file checks the code that serves users. Ids are deterministic (a counter
+per kind), so the output is byte-identical for the same input; the body is what the gateway writes
+after its ``: stream-open`` comment.
 """
 
 from __future__ import annotations
@@ -14,13 +15,13 @@ from collections.abc import Coroutine, Iterable
 from pathlib import Path
 from typing import Any
 
-from gateway.dialects import get_dialect
-from gateway.driver import REPLAY_SETTINGS, TurnDriver
-from gateway.recordings import read_frames
-from gateway.transports.replay import ReplayUpstream
-from translators.core.sse_codec import DONE_FRAME
-from translators.core.turn import Turn, TurnOptions
-from translators.kit import TranslatorOptions, UnknownEventPolicy
+from chunkbridge.gateway.dialects import get_dialect
+from chunkbridge.gateway.driver import REPLAY_SETTINGS, TurnDriver
+from chunkbridge.gateway.recordings import read_frames
+from chunkbridge.gateway.transports.replay import ReplayUpstream
+from chunkbridge.kit import TranslatorOptions, UnknownEventPolicy
+from chunkbridge.translators.core.sse_codec import DONE_FRAME
+from chunkbridge.translators.core.turn import Turn, TurnOptions
 
 __all__ = ["golden_diff", "replay_file", "replay_frames", "run_without_waiting"]
 

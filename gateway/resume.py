@@ -14,8 +14,8 @@ readable for ``resume_ttl`` seconds, then the next resume gets ``204``.
 frame upstream, the closing chunks to every reader): with resume on, the client's own Stop is
 only a disconnect, so stopping needs its own request.
 
-This module is the ``memory`` backend: one process. ``gateway.resume_redis`` shares the logs,
-stops and the per-session rule between instances through Redis, behind the same methods.
+This module is the ``memory`` backend: one process. ``chunkbridge.gateway.resume_redis`` shares
+the logs, stops and the per-session rule between instances through Redis, behind the same methods.
 """
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from gateway.streaming import wait_for_disconnect
-from protocol_specs.ui_message_stream import RESPONSE_HEADERS
-from translators.core.sse_codec import STREAM_OPEN_FRAME
+from chunkbridge.gateway.streaming import wait_for_disconnect
+from chunkbridge.protocol_specs.ui_message_stream import RESPONSE_HEADERS
+from chunkbridge.translators.core.sse_codec import STREAM_OPEN_FRAME
 
 if TYPE_CHECKING:
-    from gateway.streaming import ChatStream
+    from chunkbridge.gateway.streaming import ChatStream
 
 __all__ = ["ChunkLog", "MemoryResumeStore", "ResumeResponse"]
 

@@ -32,11 +32,11 @@ import orjson
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from gateway.errors import TurnInProgress
-from translators.core.sse_codec import DONE_FRAME
+from chunkbridge.gateway.errors import TurnInProgress
+from chunkbridge.translators.core.sse_codec import DONE_FRAME
 
 if TYPE_CHECKING:
-    from gateway.streaming import ChatStream
+    from chunkbridge.gateway.streaming import ChatStream
 
 __all__ = ["RedisChunkLog", "RedisResumeStore"]
 

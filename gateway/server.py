@@ -21,8 +21,8 @@ from typing import Any
 import uvicorn
 from uvicorn.supervisors import Multiprocess
 
-from gateway.app import GatewayState
-from gateway.config import GatewayConfig
+from chunkbridge.gateway.app import GatewayState
+from chunkbridge.gateway.config import GatewayConfig
 
 __all__ = ["DrainingServer", "run_app", "run_workers", "worker_app"]
 
@@ -91,7 +91,7 @@ def run_workers(config: GatewayConfig, workers: int) -> None:
     does. Turns and their per-session rule are per process unless ``resume = redis``."""
     os.environ[WORKER_CONFIG] = base64.b64encode(pickle.dumps(config)).decode()
     uv = _uvicorn_config(
-        "gateway.server:worker_app",
+        "chunkbridge.gateway.server:worker_app",
         config.host,
         config.port,
         config.log_level,
@@ -106,8 +106,8 @@ def run_workers(config: GatewayConfig, workers: int) -> None:
 
 def worker_app() -> Any:
     """The app of one ``--workers`` process (the factory uvicorn imports in each of them)."""
-    from gateway.app import create_app
-    from gateway.logging import configure_logging
+    from chunkbridge.gateway.app import create_app
+    from chunkbridge.gateway.logging import configure_logging
 
     config: GatewayConfig = pickle.loads(base64.b64decode(os.environ[WORKER_CONFIG]))
     configure_logging(config.log_level, config.log_format)

@@ -11,20 +11,20 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from gateway.approvals import ApprovalLedger, MemoryApprovalLedger, RedisApprovalLedger
-from gateway.config import ConfigError, GatewayConfig
-from gateway.connectors import Connector, connector_for
-from gateway.dialects import UnknownDialect, get_dialect, registry
-from gateway.driver import DriverSettings
-from gateway.errors import TurnInProgress
-from gateway.logging import get_logger
-from gateway.metrics import Metrics
-from gateway.resume import MemoryResumeStore
-from gateway.streaming import ChatStream
-from translators.kit import Dialect, TranslatorOptions, UnknownEventPolicy
+from chunkbridge.gateway.approvals import ApprovalLedger, MemoryApprovalLedger, RedisApprovalLedger
+from chunkbridge.gateway.config import ConfigError, GatewayConfig
+from chunkbridge.gateway.connectors import Connector, connector_for
+from chunkbridge.gateway.dialects import UnknownDialect, get_dialect, registry
+from chunkbridge.gateway.driver import DriverSettings
+from chunkbridge.gateway.errors import TurnInProgress
+from chunkbridge.gateway.logging import get_logger
+from chunkbridge.gateway.metrics import Metrics
+from chunkbridge.gateway.resume import MemoryResumeStore
+from chunkbridge.gateway.streaming import ChatStream
+from chunkbridge.kit import Dialect, TranslatorOptions, UnknownEventPolicy
 
 if TYPE_CHECKING:
-    from gateway.resume_redis import RedisResumeStore
+    from chunkbridge.gateway.resume_redis import RedisResumeStore
 
 __all__ = ["RETRY_AFTER_DRAINING", "SESSION_ID", "GatewayState"]
 
@@ -68,7 +68,7 @@ class GatewayState:
             self.resume: MemoryResumeStore | RedisResumeStore | None = None
         elif getattr(self, "resume", None) is None:
             if config.resume == "redis":
-                from gateway.resume_redis import RedisResumeStore
+                from chunkbridge.gateway.resume_redis import RedisResumeStore
 
                 self.resume = RedisResumeStore(
                     config.redis_url, config.resume_ttl, config.owner_lease, self.log

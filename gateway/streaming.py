@@ -1,12 +1,12 @@
 """The SSE response of one chat turn: a small ASGI callable around the turn driver.
 
-In the manner of Starlette's ``StreamingResponse`` with its disconnect race: it sends the
-headers and a ``: stream-open`` comment, runs :meth:`gateway.driver.TurnDriver.run` with the
+In the manner of Starlette's ``StreamingResponse`` with its disconnect race: it sends the headers
+and a ``: stream-open`` comment, runs :meth:`chunkbridge.gateway.driver.TurnDriver.run` with the
 ASGI ``send`` as the writer, ends with ``[DONE]``, and meanwhile a listener task waits for
-``http.disconnect``. Under uvicorn that listener is the only thing that notices a client going
-away; when it does, the driver's task is cancelled and the ``finally`` either aborts the
-upstream (``on_disconnect = "abort"``: the abort frame goes upstream, the socket is closed within
-a second) or lets the turn run to its end with nobody reading (``"detach"``).
+``http.disconnect``. Under uvicorn that listener is the only thing that notices a client going away;
+when it does, the driver's task is cancelled and the ``finally`` either aborts the upstream
+(``on_disconnect = "abort"``: the abort frame goes upstream, the socket is closed within a second)
+or lets the turn run to its end with nobody reading (``"detach"``).
 
 The session's turn is released the moment the turn is over for the client — before its last
 bytes (``[DONE]``) go out — so a continuation sent the instant the stream ends (an app's
@@ -15,10 +15,10 @@ and cannot touch the next turn: no abort frame goes to an upstream whose turn co
 the gateway abandons (a stop, a timeout, a client gone) releases it only once its abort frame
 is written, so that frame cannot reach a next turn's agent first.
 
-Every way a turn can end produces a valid ending: the driver writes the turn's closing chunks
-(open parts closed, tools settled, ``error`` when it is one, exactly one ``finish``), then
-``[DONE]`` follows. The driver's :meth:`~gateway.driver.TurnDriver.stop` ends it early on
-SIGTERM, with the same discipline.
+Every way a turn can end produces a valid ending: the driver writes the turn's closing chunks (open
+parts closed, tools settled, ``error`` when it is one, exactly one ``finish``), then ``[DONE]``
+follows. The driver's :meth:`~chunkbridge.gateway.driver.TurnDriver.stop` ends it early on SIGTERM,
+with the same discipline.
 """
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from gateway.driver import TurnDriver
-from protocol_specs.ui_message_stream import RESPONSE_HEADERS
-from translators.core.closing import CloseReason, CloseRequest
-from translators.core.sse_codec import DONE_FRAME, STREAM_OPEN_FRAME
+from chunkbridge.gateway.driver import TurnDriver
+from chunkbridge.protocol_specs.ui_message_stream import RESPONSE_HEADERS
+from chunkbridge.translators.core.closing import CloseReason, CloseRequest
+from chunkbridge.translators.core.sse_codec import DONE_FRAME, STREAM_OPEN_FRAME
 
 __all__ = ["ChatStream", "ChunkSink", "wait_for_disconnect"]
 

@@ -7,17 +7,17 @@ import time
 import uuid
 from typing import Any
 
-from gateway.approvals import QuestionAnswer, claim_answers, issued_question
-from gateway.driver import TurnDriver
-from gateway.errors import BadRequest, GatewayError
-from gateway.state import GatewayState
-from gateway.streaming import ChatStream
-from protocol_specs.chat_request import ChatRequest
-from protocol_specs.human_in_the_loop import QUESTION_TOOL, approval_signature
-from translators.core.closing import CloseReason
-from translators.core.guard import IssuedApproval
-from translators.core.turn import Turn, TurnOptions
-from translators.kit import RequestRejected, Translator, TurnInput
+from chunkbridge.gateway.approvals import QuestionAnswer, claim_answers, issued_question
+from chunkbridge.gateway.driver import TurnDriver
+from chunkbridge.gateway.errors import BadRequest, GatewayError
+from chunkbridge.gateway.state import GatewayState
+from chunkbridge.gateway.streaming import ChatStream
+from chunkbridge.kit import RequestRejected, Translator, TurnInput
+from chunkbridge.protocol_specs.chat_request import ChatRequest
+from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL, approval_signature
+from chunkbridge.translators.core.closing import CloseReason
+from chunkbridge.translators.core.guard import IssuedApproval
+from chunkbridge.translators.core.turn import Turn, TurnOptions
 
 __all__ = ["log_stream_end", "open_turn"]
 

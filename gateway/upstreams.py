@@ -35,8 +35,8 @@ from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 from websockets.asyncio.server import Server, ServerConnection, serve
 
-from gateway.recordings import read_frames, read_pauses
-from translators.kit import DemoScript, Pause
+from chunkbridge.gateway.recordings import read_frames, read_pauses
+from chunkbridge.kit import DemoScript, Pause
 
 __all__ = [
     "DemoHttpUpstream",

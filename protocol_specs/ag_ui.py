@@ -84,7 +84,7 @@ from typing import Any, Final
 
 import orjson
 
-from protocol_specs.human_in_the_loop import QUESTION_TOOL
+from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL
 
 __all__ = ["LEGACY_THINKING", "messages_from_ui", "tool_output"]
 

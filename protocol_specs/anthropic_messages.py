@@ -84,7 +84,7 @@ from typing import Any, Final, Literal, NotRequired, TypedDict
 
 import orjson
 
-from protocol_specs import anthropic_messages_tools as tools_spec
+from chunkbridge.protocol_specs import anthropic_messages_tools as tools_spec
 
 __all__ = [
     "AI_SDK_DIFFERENCES",
@@ -214,7 +214,7 @@ AI_SDK_REQUEST_DIFFERENCES: Final[dict[str, str]] = {
 
 # -- requests ------------------------------------------------------------------------------------
 
-FileSource = Any  # DataUrl | None, from translators.kit.provider (spec modules import no kit)
+FileSource = Any  # DataUrl | None, from chunkbridge.kit.provider (spec modules import no kit)
 
 
 def _file_block(media_type: str, url: str, inline: Any) -> dict[str, Any]:
@@ -394,7 +394,7 @@ def messages_from_ui(messages: list[Any], steps: Any, parse_data_url: Any) -> li
     """``UIMessage`` history → Anthropic ``messages`` (see the module docstring).
 
     ``steps(message)`` cuts an assistant message at ``step-start``; ``parse_data_url(url)`` reads
-    a data URL (both from :mod:`translators.kit.provider`). Consecutive turns of one role are
+    a data URL (both from :mod:`chunkbridge.kit.provider`). Consecutive turns of one role are
     merged: the API wants user and assistant to alternate. Raises ``ValueError`` for a file the
     API cannot take.
     """

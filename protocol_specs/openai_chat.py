@@ -147,7 +147,8 @@ def _content(parts: list[Any]) -> str | list[dict[str, Any]]:
 
 
 def messages_from_ui(messages: list[Any]) -> list[dict[str, Any]]:
-    """UIMessage history (``protocol_specs.chat_request.UIMessage``) → chat-completions messages.
+    """UIMessage history (``chunkbridge.protocol_specs.chat_request.UIMessage``) → chat-completions
+    messages.
 
     Text and files of user and system messages; an assistant message becomes its text plus one
     ``tool_calls`` entry per tool part with input, followed by ``tool`` messages for the parts

@@ -105,7 +105,7 @@ from typing import Any, Final
 
 import orjson
 
-from protocol_specs import openai_responses_tools as tools_spec
+from chunkbridge.protocol_specs import openai_responses_tools as tools_spec
 
 __all__ = [
     "AI_SDK_DIFFERENCES",

@@ -1,10 +1,11 @@
 """The AI SDK UI message stream vocabulary, per client major (ai 5, 6 and 7), as data.
 
-This module is the one statement of *what a chunk may look like* for each major: chunk types,
-their fields (required or optional, which majors declare them, what JSON shape they take), the
+This module is the one statement of *what a chunk may look like* for each major: chunk types, their
+fields (required or optional, which majors declare them, what JSON shape they take), the
 ``finishReason`` values each major accepts, and the response headers. Ordering rules (which chunk
-may follow which) live in :mod:`translators.core.client_model`; conversion to a target major in
-:mod:`translators.core.gating`. Both read the tables below and never restate them.
+may follow which) live in :mod:`chunkbridge.translators.core.client_model`; conversion to a target
+major in :mod:`chunkbridge.translators.core.gating`. Both read the tables below and never restate
+them.
 
 Source: ``shared/specs/ui-message-stream.md`` §1.1, §2.1–§2.4, checked against the zod schemas in
 ``ai@5.0.277``, ``ai@6.0.326`` and ``ai@7.0.173`` (``uiMessageChunkSchema``). The pinned releases

@@ -20,9 +20,9 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
-from gateway.app import create_app
-from gateway.config import GatewayConfig
-from gateway.server import server_limits
+from chunkbridge.gateway.app import create_app
+from chunkbridge.gateway.config import GatewayConfig
+from chunkbridge.gateway.server import server_limits
 
 Script = Callable[[ServerConnection, "ScriptedUpstream", str], Awaitable[None]]
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gateway.dialects import get_dialect
-from protocol_specs.chat_request import ChatRequest
-from translators.core.closing import CloseReason, CloseRequest
-from translators.core.guard import StreamGuard
-from translators.core.sse_codec import DONE_FRAME, SseDecoder, encode_chunks
-from translators.core.turn import Turn, TurnOptions
-from translators.core.validator import validate_sse
-from translators.kit import TranslatorOptions, TurnInput
+from chunkbridge.gateway.dialects import get_dialect
+from chunkbridge.kit import TranslatorOptions, TurnInput
+from chunkbridge.protocol_specs.chat_request import ChatRequest
+from chunkbridge.translators.core.closing import CloseReason, CloseRequest
+from chunkbridge.translators.core.guard import StreamGuard
+from chunkbridge.translators.core.sse_codec import DONE_FRAME, SseDecoder, encode_chunks
+from chunkbridge.translators.core.turn import Turn, TurnOptions
+from chunkbridge.translators.core.validator import validate_sse
 
 
 def guard_all(

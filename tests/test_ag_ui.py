@@ -283,8 +283,8 @@ def test_a_call_left_without_a_result_waits_for_the_app() -> None:
 def test_a_continuation_resumes_the_interrupts_it_answers() -> None:
     """Answers to interrupts go in ``resume``; the ask_user parts stay out of ``messages``; a
     call whose approval is answered goes as a call without a result."""
+    from chunkbridge.translators.dialects.ag_ui import AgUiSettings, run_input
     from tests.helpers import provider_turn
-    from translators.dialects.ag_ui import AgUiSettings, run_input
 
     assistant = {
         "id": "a1",

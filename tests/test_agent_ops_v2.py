@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from chunkbridge.kit import UnknownEventPolicy
 from tests.helpers import of_type, text_of, to_sse, translate, types
-from translators.kit import UnknownEventPolicy
 
 T = "turn_1"
 CREATE = {"type": "message.create", "turnId": T}

@@ -12,6 +12,12 @@ import pytest
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from chunkbridge.kit import RequestRejected
+from chunkbridge.translators.dialects.anthropic_messages import (
+    DIALECT,
+    AnthropicSettings,
+    request_body,
+)
 from tests.gateway_harness import (
     http_upstream,
     post,
@@ -19,8 +25,6 @@ from tests.gateway_harness import (
     user_body,
 )
 from tests.helpers import decode_sse, new_turn, of_type, provider_turn, text_of, text_part
-from translators.dialects.anthropic_messages import DIALECT, AnthropicSettings, request_body
-from translators.kit import RequestRejected
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "anthropic-messages"
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\nfake").decode()

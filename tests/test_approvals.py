@@ -16,11 +16,11 @@ import httpx
 import orjson
 import pytest
 
-from gateway.upstreams import DemoUpstream
-from protocol_specs.human_in_the_loop import approval_signature
+from chunkbridge.gateway.upstreams import DemoUpstream
+from chunkbridge.protocol_specs.human_in_the_loop import approval_signature
+from chunkbridge.translators.dialects.agent_ops_v2 import DEMO_GATED_ARGS, demo_turn
 from tests.gateway_harness import post, running_gateway, user_body
 from tests.helpers import chat_reply, decode_sse
-from translators.dialects.agent_ops_v2 import DEMO_GATED_ARGS, demo_turn
 
 pytestmark = pytest.mark.conformance
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from gateway.replay import replay_file
+from chunkbridge.gateway.replay import replay_file
 from tests.gateway_harness import ScriptedUpstream, events, post, running_gateway, user_body
 from tests.helpers import new_turn
 from tests.timed_upstream import TimedUpstream, record_writes, settings
@@ -241,8 +241,8 @@ def test_the_asks_in_passing_recording_keeps_every_word_for_ai_5_6_7(real_client
 @pytest.mark.conformance
 @pytest.mark.looptime(False)
 async def test_the_demo_asks_in_passing_on_cue_and_answers_all_the_same(real_clients) -> None:
+    from chunkbridge.translators.dialects.agent_ops_v2 import DEMO_AFTER_TOOL
     from tests.test_approvals import demo_gateway
-    from translators.dialects.agent_ops_v2 import DEMO_AFTER_TOOL
 
     async with demo_gateway() as (gw, upstream):
         response = await post(gw, "demo", user_body("ask in passing, please"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from protocol_specs.chat_request import (
+from chunkbridge.protocol_specs.chat_request import (
     TOOL_STATES,
     ChatRequest,
     DynamicToolPart,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.config import AuthMode, ConfigError, GatewayConfig, load_config
+from chunkbridge.gateway.config import AuthMode, ConfigError, GatewayConfig, load_config
 
 
 def test_precedence_file_env_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -70,7 +70,7 @@ def _settings_in(text: str) -> set[str]:
 
 
 def test_every_setting_has_a_generated_flag_and_a_readme_row() -> None:
-    from gateway.cli import build_parser
+    from chunkbridge.gateway.cli import build_parser
 
     parser = build_parser()
     serve = next(
@@ -89,8 +89,8 @@ def test_every_setting_has_a_generated_flag_and_a_readme_row() -> None:
 
 
 def test_flags_take_each_type(tmp_path: Path) -> None:
-    from gateway.cli import build_parser
-    from gateway.cli_commands import _load
+    from chunkbridge.gateway.cli import build_parser
+    from chunkbridge.gateway.cli_commands import _load
 
     args = build_parser().parse_args(
         [
@@ -123,7 +123,7 @@ def test_flags_take_each_type(tmp_path: Path) -> None:
 
 
 def test_dialect_settings_from_file_environment_and_flags(tmp_path: Path) -> None:
-    from translators.dialects.openai_chat import OpenAIChatSettings
+    from chunkbridge.translators.dialects.openai_chat import OpenAIChatSettings
 
     toml = tmp_path / "c.toml"
     toml.write_text('[openai-chat]\nmodel = "from-file"\npath = "/v2/chat"\n')
@@ -147,7 +147,7 @@ def test_dialect_settings_from_file_environment_and_flags(tmp_path: Path) -> Non
 
 
 def test_an_unknown_chunkbridge_variable_is_reported_with_the_closest_name() -> None:
-    from translators.dialects.openai_chat import OpenAIChatSettings
+    from chunkbridge.translators.dialects.openai_chat import OpenAIChatSettings
 
     environ = {
         "CHUNKBRIDGE_IDLE_TIMOUT": "3",
@@ -177,7 +177,7 @@ def test_the_jwt_key_file_is_read_once(tmp_path: Path) -> None:
 
 def test_serve_without_a_dialect_says_which_exist() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "gateway", "serve"],
+        [sys.executable, "-m", "chunkbridge", "serve"],
         capture_output=True,
         text=True,
         timeout=30,
@@ -189,8 +189,8 @@ def test_serve_without_a_dialect_says_which_exist() -> None:
 
 
 def test_a_dialect_that_does_not_speak_the_urls_transport_is_refused_at_start_up() -> None:
-    from gateway.app import create_app
-    from gateway.config import GatewayConfig as Config
+    from chunkbridge.gateway.app import create_app
+    from chunkbridge.gateway.config import GatewayConfig as Config
 
     with pytest.raises(ConfigError, match="has no HTTP upstream"):
         create_app(Config(dialect="agent-ops-v2", upstream="http://127.0.0.1:9"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from translators.core.deadlines import Deadlines, Due
+from chunkbridge.translators.core.deadlines import Deadlines, Due
 
 
 def deadlines(now: float = 100.0, **limits: float) -> Deadlines:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.helpers import assert_valid_for, guard_all, to_sse, types
-from translators.kit import (
+from chunkbridge.kit import (
     IndexedParts,
     StreamedToolCalls,
     counter_ids,
     provider_metadata,
     usage_metadata,
 )
+from tests.helpers import assert_valid_for, guard_all, to_sse, types
 
 
 def test_interleaved_blocks_each_get_their_own_part_and_the_client_reads_them() -> None:

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-import gateway.dialects as dialects_module
-from gateway.dialects import ENTRY_POINT_GROUP, UnknownDialect, get_dialect, registry
+import chunkbridge.gateway.dialects as dialects_module
+from chunkbridge.gateway.dialects import ENTRY_POINT_GROUP, UnknownDialect, get_dialect, registry
 
-BUILT_IN = "translators.dialects.agent_ops_v2:DIALECT"
+BUILT_IN = "chunkbridge.translators.dialects.agent_ops_v2:DIALECT"
 
 
 @pytest.fixture
@@ -58,8 +58,8 @@ def test_a_broken_entry_point_is_reported_by_name_and_does_not_take_others_down(
 @pytest.mark.parametrize(
     ("value", "message"),
     [
-        ("translators.kit:Translator", "is a Translator class; register a translators.kit.Dialect"),
-        ("translators.kit:TurnInput", "not a translators.kit.Dialect"),
+        ("chunkbridge.kit:Translator", "is a Translator class; register a chunkbridge.kit.Dialect"),
+        ("chunkbridge.kit:TurnInput", "not a chunkbridge.kit.Dialect"),
         (BUILT_IN, "is named 'agent-ops-v2', registered as 'renamed'"),
     ],
 )

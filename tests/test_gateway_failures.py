@@ -18,7 +18,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from structlog.testing import capture_logs
 
-import gateway.state
+import chunkbridge.gateway.state
+from chunkbridge.kit import (
+    Dialect,
+    Item,
+    Translator,
+    WebSocketContract,
+    require_str,
+)
 from tests.gateway_harness import (
     ScriptedUpstream,
     agent_ops_turn,
@@ -29,13 +36,6 @@ from tests.gateway_harness import (
 )
 from tests.helpers import assert_valid_for, decode_sse, of_type, text_of, types
 from tests.test_gateway_openai_http import FakeProvider, provider
-from translators.kit import (
-    Dialect,
-    Item,
-    Translator,
-    WebSocketContract,
-    require_str,
-)
 
 pytestmark = pytest.mark.asyncio
 
@@ -76,9 +76,9 @@ FAULTY = Dialect(
 
 @pytest.fixture
 def faulty_dialect(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = gateway.state.get_dialect
+    real = chunkbridge.gateway.state.get_dialect
     monkeypatch.setattr(
-        gateway.state, "get_dialect", lambda n: FAULTY if n == "faulty" else real(n)
+        chunkbridge.gateway.state, "get_dialect", lambda n: FAULTY if n == "faulty" else real(n)
     )
 
 

@@ -17,7 +17,7 @@ import httpx
 import orjson
 import pytest
 
-from gateway.replay import replay_file
+from chunkbridge.gateway.replay import replay_file
 from tests.gateway_harness import agent_ops_turn, user_body
 from tests.helpers import decode_sse, types
 
@@ -39,7 +39,7 @@ def process(
     env: dict[str, str] | None = None,
 ) -> Iterator[subprocess.Popen[str]]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gateway", *args],
+        [sys.executable, "-m", "chunkbridge", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -373,7 +373,7 @@ def test_record_writes_frames_that_replay(
     with process(*mock, ready_line="mock upstream:"):
         proc = subprocess.run(
             [
-                *(sys.executable, "-m", "gateway", "record", "--dialect", dialect),
+                *(sys.executable, "-m", "chunkbridge", "record", "--dialect", dialect),
                 *("--upstream", upstream, "--prompt", "list files", "-o", str(out)),
             ],
             capture_output=True,
@@ -394,7 +394,7 @@ def test_serve_reports_configuration_errors(tmp_path: Path) -> None:
     bad = tmp_path / "c.toml"
     bad.write_text('upstream = "ws://x/no-placeholder"\n')
     proc = subprocess.run(
-        [sys.executable, "-m", "gateway", "serve", "--config", str(bad)],
+        [sys.executable, "-m", "chunkbridge", "serve", "--config", str(bad)],
         capture_output=True,
         text=True,
         timeout=30,

@@ -12,9 +12,9 @@ import pytest
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from chunkbridge.translators.dialects.gemini import DIALECT, GeminiSettings, request_body
 from tests.gateway_harness import http_upstream, post, running_gateway, sse_response, user_body
 from tests.helpers import decode_sse, new_turn, of_type, provider_turn, text_of, text_part, types
-from translators.dialects.gemini import DIALECT, GeminiSettings, request_body
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "gemini"
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\nfake").decode()

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from chunkbridge.translators.core.client_model import KnownToolCall
+from chunkbridge.translators.core.closing import CLOSE_OUTCOMES, CloseReason, CloseRequest
+from chunkbridge.translators.core.guard import StreamGuard
 from tests.helpers import assert_valid_for, guard_all, to_sse, types
-from translators.core.client_model import KnownToolCall
-from translators.core.closing import CLOSE_OUTCOMES, CloseReason, CloseRequest
-from translators.core.guard import StreamGuard
 
 TD = {"type": "text-delta", "id": "t", "delta": "x"}
 

@@ -14,8 +14,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from chunkbridge.translators.core.closing import CloseReason, CloseRequest
 from tests.helpers import assert_valid_for, guard_all, to_sse
-from translators.core.closing import CloseReason, CloseRequest
 
 IDS = st.sampled_from(["a", "b", "c"])
 CALLS = st.sampled_from(["c1", "c2", "c3"])
@@ -138,7 +138,7 @@ def test_guard_output_accepted_by_real_clients(real_clients) -> None:
     def collect(chunks, target, reason) -> None:
         chunks, _ = _number_deltas(chunks)
         guard_out: list[dict[str, Any]] = []
-        from translators.core.guard import StreamGuard
+        from chunkbridge.translators.core.guard import StreamGuard
 
         guard = StreamGuard(target=target)
         fed_tokens = []

@@ -11,10 +11,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import pytest
 import trustme
 
-from gateway.errors import UpstreamClosed, UpstreamTimeout, UpstreamUnavailable
-from gateway.transports.base import UpstreamEnded
-from gateway.transports.http_sse import HttpConnectionPool, HttpSseUpstream, open_http_sse
-from translators.kit import HttpRequest, HttpSseContract
+from chunkbridge.gateway.errors import UpstreamClosed, UpstreamTimeout, UpstreamUnavailable
+from chunkbridge.gateway.transports.base import UpstreamEnded
+from chunkbridge.gateway.transports.http_sse import (
+    HttpConnectionPool,
+    HttpSseUpstream,
+    open_http_sse,
+)
+from chunkbridge.kit import HttpRequest, HttpSseContract
 
 pytestmark = pytest.mark.asyncio
 

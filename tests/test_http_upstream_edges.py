@@ -11,9 +11,10 @@ from pathlib import Path
 import h11
 import pytest
 
-from gateway.errors import UpstreamClosed, UpstreamEventTooLarge, UpstreamUnavailable
-from gateway.transports.base import UpstreamEnded
-from gateway.transports.http_sse import HttpConnectionPool, Origin, _Shell
+from chunkbridge.gateway.errors import UpstreamClosed, UpstreamEventTooLarge, UpstreamUnavailable
+from chunkbridge.gateway.transports.base import UpstreamEnded
+from chunkbridge.gateway.transports.http_sse import HttpConnectionPool, Origin, _Shell
+from chunkbridge.kit import HttpRequest, HttpSseContract
 from tests.gateway_harness import post, running_gateway, user_body
 from tests.helpers import decode_sse
 from tests.test_http_sse_transport import (
@@ -27,7 +28,6 @@ from tests.test_http_sse_transport import (
     raw_server,
     replies,
 )
-from translators.kit import HttpRequest, HttpSseContract
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -81,7 +81,7 @@ async def test_h11_protocol_errors_are_upstream_errors() -> None:
 
 
 async def open_http_sse_with(pool: HttpConnectionPool, url: str, request: HttpRequest) -> None:
-    from gateway.transports.http_sse import open_http_sse
+    from chunkbridge.gateway.transports.http_sse import open_http_sse
 
     await open_http_sse(
         pool, url, request, CONTRACT, headers={}, retries=0, connect_timeout=1, first_byte_timeout=1

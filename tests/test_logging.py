@@ -7,7 +7,7 @@ import json
 import pytest
 import structlog
 
-from gateway.logging import configure_logging, get_logger, redact
+from chunkbridge.gateway.logging import configure_logging, get_logger, redact
 
 
 def test_credentials_and_contents_are_redacted_at_the_top_and_one_level_deep() -> None:

@@ -11,6 +11,11 @@ import pytest
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from chunkbridge.translators.dialects.openai_responses import (
+    DIALECT,
+    OpenAIResponsesSettings,
+    request_body,
+)
 from tests.gateway_harness import http_upstream, post, running_gateway, sse_response, user_body
 from tests.helpers import (
     chat_reply,
@@ -20,11 +25,6 @@ from tests.helpers import (
     provider_turn,
     text_of,
     text_part,
-)
-from translators.dialects.openai_responses import (
-    DIALECT,
-    OpenAIResponsesSettings,
-    request_body,
 )
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "openai-responses"

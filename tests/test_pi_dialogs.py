@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from websockets.asyncio.server import ServerConnection
 
+from chunkbridge.kit import NoSettings, build_frames
+from chunkbridge.translators.dialects.pi_agent import DIALECT
 from tests.gateway_harness import ScriptedUpstream, running_gateway
 from tests.helpers import chat_reply, provider_turn
-from translators.dialects.pi_agent import DIALECT
-from translators.kit import NoSettings, build_frames
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "pi-agent"
 

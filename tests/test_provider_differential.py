@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from gateway.recordings import read_frames
-from gateway.replay import replay_file
+from chunkbridge.gateway.recordings import read_frames
+from chunkbridge.gateway.replay import replay_file
 from tests.conformance.harness import Verdict
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -30,10 +30,10 @@ RECORDED = FIXTURES / "recorded"
 #: dialect → (the AI SDK provider that speaks the same API, the dialect's spec module, whether
 #: tool call ids are generated on each side rather than sent by the provider).
 PROVIDER_DIALECTS = {
-    "anthropic-messages": ("anthropic", "protocol_specs.anthropic_messages", False),
-    "openai-responses": ("openai", "protocol_specs.openai_responses", False),
-    "openai-chat": ("openai-compatible", "protocol_specs.openai_chat", False),
-    "gemini": ("google", "protocol_specs.gemini", True),
+    "anthropic-messages": ("anthropic", "chunkbridge.protocol_specs.anthropic_messages", False),
+    "openai-responses": ("openai", "chunkbridge.protocol_specs.openai_responses", False),
+    "openai-chat": ("openai-compatible", "chunkbridge.protocol_specs.openai_chat", False),
+    "gemini": ("google", "chunkbridge.protocol_specs.gemini", True),
 }
 
 Parts = list[dict[str, Any]]

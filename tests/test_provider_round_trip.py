@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from gateway.recordings import read_frames
-from gateway.replay import replay_file
+from chunkbridge.gateway.recordings import read_frames
+from chunkbridge.gateway.replay import replay_file
 from tests.helpers import provider_turn
 from tests.test_provider_differential import _declarations, _recordings
 
@@ -125,7 +125,7 @@ REQUEST_NORMALIZERS: dict[str, RequestNormalizer] = {
 @pytest.mark.parametrize("dialect", sorted(ROUND_TRIPS))
 def test_the_next_request_agrees_with_the_ai_sdk_provider(real_clients, dialect: str) -> None:
     module_name, settings_name, key, provider_options = ROUND_TRIPS[dialect]
-    dialect_module = importlib.import_module(f"translators.dialects.{module_name}")
+    dialect_module = importlib.import_module(f"chunkbridge.translators.dialects.{module_name}")
     spec = importlib.import_module(f"protocol_specs.{module_name}")
     documented: dict[str, str] = spec.AI_SDK_REQUEST_DIFFERENCES
     assert set(documented) <= set(REQUEST_NORMALIZERS), "a documented difference has no normalizer"
@@ -175,6 +175,6 @@ def test_the_next_request_agrees_with_the_ai_sdk_provider(real_clients, dialect:
 
 
 def test_round_trip_answers_cover_every_built_in_tool_the_app_runs() -> None:
-    from protocol_specs.openai_responses_tools import APP_RUN_ITEMS
+    from chunkbridge.protocol_specs.openai_responses_tools import APP_RUN_ITEMS
 
     assert set(APP_ANSWERS) == set(APP_RUN_ITEMS)

@@ -15,11 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from websockets.asyncio.server import ServerConnection
 
-from protocol_specs.chat_request import ChatRequest
+from chunkbridge.kit import FrameTemplates, NoSettings, TurnInput, build_frames
+from chunkbridge.protocol_specs.chat_request import ChatRequest
+from chunkbridge.translators.dialects.agent_ops_v2 import DIALECT
 from tests.gateway_harness import ScriptedUpstream, post, running_gateway, user_body
 from tests.helpers import decode_sse, provider_turn
-from translators.dialects.agent_ops_v2 import DIALECT
-from translators.kit import FrameTemplates, NoSettings, TurnInput, build_frames
 
 
 async def asking_agent(ws: ServerConnection, up: ScriptedUpstream, session: str) -> None:

@@ -7,14 +7,14 @@ import json
 import orjson
 import pytest
 
-from tests.helpers import assert_valid_for, decode_sse
-from translators.core.sse_codec import (
+from chunkbridge.translators.core.sse_codec import (
     DONE_FRAME,
     KEEPALIVE_FRAME,
     SseDecoder,
     encode_chunk,
     encode_chunks,
 )
+from tests.helpers import assert_valid_for, decode_sse
 
 
 def test_chunk_is_one_compact_data_line() -> None:

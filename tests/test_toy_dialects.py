@@ -20,7 +20,7 @@ import pytest
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from gateway.dialects import registry
+from chunkbridge.gateway.dialects import registry
 from tests.gateway_harness import (
     ScriptedUpstream,
     events,
@@ -49,7 +49,7 @@ def toy_dialects(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(TOY)}
     return subprocess.run(
-        [sys.executable, "-m", "gateway", *args],
+        [sys.executable, "-m", "chunkbridge", *args],
         capture_output=True,
         text=True,
         timeout=60,

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from chunkbridge.translators.core.surrogates import REPLACEMENT, SurrogatePairs, join_surrogates
 from tests.helpers import assert_valid_for, of_type, text_of, to_sse, translate, types
-from translators.core.surrogates import REPLACEMENT, SurrogatePairs, join_surrogates
 
 PIZZA = "\U0001f355"  # 🍕 = \ud83c\udf55 in UTF-16
 HIGH, LOW = "\\ud83c", "\\udf55"  # as JSON escapes in a recorded frame

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from gateway.recordings import read_frames
-from gateway.replay import replay_file
+from chunkbridge.gateway.recordings import read_frames
+from chunkbridge.gateway.replay import replay_file
+from chunkbridge.translators.core.sse_codec import encode_chunks
 from tests.helpers import new_turn
-from translators.core.sse_codec import encode_chunks
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 DIALECTS = (
@@ -44,7 +44,7 @@ def test_replay_matches_golden(chunkbridge_golden, dialect: str, recording: Path
 _DIGESTS = """
 import hashlib, json, sys
 from pathlib import Path
-from gateway.replay import replay_file
+from chunkbridge.gateway.replay import replay_file
 out = {}
 for dialect, path in json.loads(sys.stdin.read()):
     for target in (5, 7):

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from chunkbridge.translators.core.closing import CloseReason
 from tests.helpers import assert_valid_for, end, to_sse, translate, types
-from translators.core.closing import CloseReason
 
 TEXT = st.text(max_size=6)
 JUNK = st.one_of(st.none(), st.integers(), TEXT, st.lists(st.integers(), max_size=2))

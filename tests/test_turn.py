@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
+from chunkbridge.kit import Item, Translator, require_str
+from chunkbridge.translators.core.closing import CLOSE_OUTCOMES, CloseReason, CloseRequest
+from chunkbridge.translators.core.sse_codec import encode_chunks
+from chunkbridge.translators.core.turn import Turn, TurnOptions
 from tests.helpers import assert_valid_for, to_sse, types
-from translators.core.closing import CLOSE_OUTCOMES, CloseReason, CloseRequest
-from translators.core.sse_codec import encode_chunks
-from translators.core.turn import Turn, TurnOptions
-from translators.kit import Item, Translator, require_str
 
 
 class Tokens(Translator):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from translators.core.validator import validate_sse
+from chunkbridge.translators.core.validator import validate_sse
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "fixtures" / "ui-stream"
@@ -51,7 +51,7 @@ def test_recorded_verdicts_match_real_clients_now(real_clients) -> None:
 def test_validate_cli_exit_codes(target: int, tmp_path: Path) -> None:
     ok_name = "valid-basic"
     bad_name = "invalid-text-delta-before-start"
-    run = [sys.executable, "-m", "gateway", "validate", "--target", str(target)]
+    run = [sys.executable, "-m", "chunkbridge", "validate", "--target", str(target)]
     ok = subprocess.run([*run, str(SAMPLES / f"{ok_name}.sse")], capture_output=True, text=True)
     assert ok.returncode == 0, ok.stdout + ok.stderr
     bad = subprocess.run([*run, str(SAMPLES / f"{bad_name}.sse")], capture_output=True, text=True)
@@ -66,7 +66,7 @@ def test_validate_cli_exit_codes(target: int, tmp_path: Path) -> None:
 def test_validate_reads_stdin_and_warns() -> None:
     body = (SAMPLES / "valid-last-event-without-blank-line.sse").read_bytes()
     proc = subprocess.run(
-        [sys.executable, "-m", "gateway", "validate", "-"], input=body, capture_output=True
+        [sys.executable, "-m", "chunkbridge", "validate", "-"], input=body, capture_output=True
     )
     assert proc.returncode == 0
     assert b"drops it silently" in proc.stdout
@@ -98,7 +98,7 @@ def test_validate_judges_a_continuation_against_the_message_it_continues(tmp_pat
     }
     continued = tmp_path / "message.json"
     continued.write_text(json.dumps(message))
-    run = [sys.executable, "-m", "gateway", "validate", "--target", "7", str(sse)]
+    run = [sys.executable, "-m", "chunkbridge", "validate", "--target", "7", str(sse)]
     alone = subprocess.run(run, capture_output=True, text=True)
     assert alone.returncode == 1 and "line 5" in alone.stdout
     joined = subprocess.run([*run, "--continues", str(continued)], capture_output=True, text=True)

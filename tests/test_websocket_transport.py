@@ -18,14 +18,14 @@ import pytest
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.http11 import Request, Response
 
-from gateway.errors import (
+from chunkbridge.gateway.errors import (
     UpstreamAuthRejected,
     UpstreamClosed,
     UpstreamTimeout,
     UpstreamUnavailable,
 )
-from gateway.transports import UpstreamEnded, open_websocket
-from gateway.transports import websocket as ws_transport
+from chunkbridge.gateway.transports import UpstreamEnded, open_websocket
+from chunkbridge.gateway.transports import websocket as ws_transport
 
 Handler = Callable[[ServerConnection], Awaitable[None]]
 

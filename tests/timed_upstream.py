@@ -14,9 +14,9 @@ from typing import Any
 
 import orjson
 
-from gateway.driver import DriverSettings, TurnDriver
-from gateway.transports import UpstreamEnded
-from translators.core.turn import Turn
+from chunkbridge.gateway.driver import DriverSettings, TurnDriver
+from chunkbridge.gateway.transports import UpstreamEnded
+from chunkbridge.translators.core.turn import Turn
 
 __all__ = ["TimedUpstream", "Write", "record_writes", "settings"]
 

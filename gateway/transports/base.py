@@ -1,11 +1,11 @@
 """The transport seam (httpx's ``AsyncBaseTransport`` idea): one protocol, thin implementations.
 
 An :class:`Upstream` is an open connection to one upstream turn, its prompt already sent: ``recv``
-the frames it sends (raw text) until :class:`UpstreamEnded`, ask whether more are ``buffered``
-(so the turn driver can coalesce without waiting), let a burst ``gather``, ``wake`` a waiting
-``recv`` (the driver's timer does, when a deadline is due), ``aclose`` it — with the dialect's
-abort frame first when the turn is abandoned. Foreign errors become :mod:`gateway.errors`
-classes here and nowhere else (:func:`map_upstream_errors`).
+the frames it sends (raw text) until :class:`UpstreamEnded`, ask whether more are ``buffered`` (so
+the turn driver can coalesce without waiting), let a burst ``gather``, ``wake`` a waiting ``recv``
+(the driver's timer does, when a deadline is due), ``aclose`` it — with the dialect's abort frame
+first when the turn is abandoned. Foreign errors become :mod:`chunkbridge.gateway.errors` classes
+here and nowhere else (:func:`map_upstream_errors`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Protocol
 import h11
 import websockets.exceptions as wse
 
-from gateway.errors import (
+from chunkbridge.gateway.errors import (
     UpstreamAuthRejected,
     UpstreamClosed,
     UpstreamError,

@@ -1,21 +1,22 @@
 """HTTP upstreams that answer a POST with server-sent events: every dialect with an HTTP contract.
 
-One request per turn: the dialect's :class:`~translators.kit.HttpRequest` (a path under the
+One request per turn: the dialect's :class:`~chunkbridge.kit.HttpRequest` (a path under the
 configured upstream URL, headers such as the API key, a JSON body). Before the first byte, the
-statuses the dialect names (429 and 5xx by default) are retried with exponential backoff,
-honouring ``Retry-After`` (capped), at most ``retries`` times. 401/403 raise
-:class:`~gateway.errors.UpstreamAuthRejected` (the caller knows whose credentials those were).
-Any other refusal becomes one frame through the dialect's ``error_frame`` (the turn then ends
+statuses the dialect names (429 and 5xx by default) are retried with exponential backoff, honouring
+``Retry-After`` (capped), at most ``retries`` times. 401/403 raise
+:class:`~chunkbridge.gateway.errors.UpstreamAuthRejected` (the caller knows whose credentials those
+were). Any other refusal becomes one frame through the dialect's ``error_frame`` (the turn then ends
 with the provider's own message in an ``error`` chunk), or a 502 when the dialect has none.
 
 h11's Sans-I/O HTTP/1.1 client state machine does the protocol (framing, chunked bodies, keep-alive
-rules) and this module is the thin asyncio shell around it, as :mod:`gateway.transports.websocket`
-is for websockets' protocol: a ``data_received`` call decodes what one socket read brought in
-(:class:`~translators.core.sse_codec.SseDecoder`, one frame per ``data:`` payload; or one per
-line for a newline-delimited JSON body, by its ``Content-Type``) into a deque
-that ``recv`` pops, so the turn driver takes every event of a read in one go. A general-purpose
-async client costs several awaits per body chunk through its stream layers, which on a token
-stream (one event per read) was most of the gateway's CPU per event (bench/RESULTS.md).
+rules) and this module is the thin asyncio shell around it, as
+:mod:`chunkbridge.gateway.transports.websocket` is for websockets' protocol: a ``data_received``
+call decodes what one socket read brought in
+(:class:`~chunkbridge.translators.core.sse_codec.SseDecoder`, one frame per ``data:`` payload; or
+one per line for a newline-delimited JSON body, by its ``Content-Type``) into a deque that ``recv``
+pops, so the turn driver takes every event of a read in one go. A general-purpose async client costs
+several awaits per body chunk through its stream layers, which on a token stream (one event per
+read) was most of the gateway's CPU per event (bench/RESULTS.md).
 
 Flow control is by characters: above :data:`READ_HIGH_WATER` received but not taken, the shell
 stops reading the socket (a slow client slows the provider down instead of growing our memory),
@@ -42,16 +43,16 @@ from urllib.parse import urlsplit
 import h11
 import orjson
 
-from gateway.errors import (
+from chunkbridge.gateway.errors import (
     UpstreamAuthRejected,
     UpstreamClosed,
     UpstreamError,
     UpstreamEventTooLarge,
     UpstreamUnavailable,
 )
-from gateway.transports.base import UpstreamEnded, map_upstream_errors
-from translators.core.sse_codec import SseDecoder
-from translators.kit import HttpRequest, HttpSseContract
+from chunkbridge.gateway.transports.base import UpstreamEnded, map_upstream_errors
+from chunkbridge.kit import HttpRequest, HttpSseContract
+from chunkbridge.translators.core.sse_codec import SseDecoder
 
 __all__ = ["READ_HIGH_WATER", "HttpConnectionPool", "HttpSseUpstream", "open_http_sse"]
 

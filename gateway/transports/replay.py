@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable
 
-from gateway.transports.base import UpstreamEnded
+from chunkbridge.gateway.transports.base import UpstreamEnded
 
 __all__ = ["ReplayUpstream"]
 

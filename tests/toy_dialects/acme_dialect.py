@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from translators.kit import (
+from chunkbridge.kit import (
     CloseReason,
     CloseRequest,
     Dialect,

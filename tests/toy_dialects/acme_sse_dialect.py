@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, Field, SecretStr
 
-from translators.kit import (
+from chunkbridge.kit import (
     CloseReason,
     CloseRequest,
     Dialect,

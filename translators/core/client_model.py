@@ -12,8 +12,8 @@ It models ``readUIMessageStream`` as the conformance harness runs it: a ``start`
 ``messageId`` differs from the current message id resets the state (``useChat`` renames instead).
 
 Calling contract: only feed chunks that passed
-:func:`protocol_specs.ui_message_stream.schema_errors` for the same major; call ``check`` then,
-when it returned ``None``, ``apply``. Both are O(1)."""
+:func:`chunkbridge.protocol_specs.ui_message_stream.schema_errors` for the same major; call
+``check`` then, when it returned ``None``, ``apply``. Both are O(1)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,11 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from protocol_specs.ui_message_stream import CHUNK_SPECS, TOOL_OUTPUT_TYPES, TOOL_REFERENCE_TYPES
+from chunkbridge.protocol_specs.ui_message_stream import (
+    CHUNK_SPECS,
+    TOOL_OUTPUT_TYPES,
+    TOOL_REFERENCE_TYPES,
+)
 
 __all__ = ["ClientModel", "KnownToolCall", "Rule", "ToolRecord"]
 

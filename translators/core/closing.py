@@ -58,14 +58,14 @@ class DeferredClose:
     """End the turn with ``request`` unless the upstream goes on: the agent asked the user (a
     question, a tool approval) and may wait for the answer, or may keep talking.
 
-    An agent that asks in passing and carries on must not lose what follows, so asking does not
-    end the turn by itself. It ends when the agent shows that it waits: its terminal event or an
+    An agent that asks in passing and carries on must not lose what follows, so asking does not end
+    the turn by itself. It ends when the agent shows that it waits: its terminal event or an
     explicit waiting status (the dialect returns a :class:`CloseRequest` then), its connection
     ending, or a settle window of silence after the ask (the driver's clock,
-    :class:`~translators.core.deadlines.Deadlines`). Any event with content cancels it; transient
-    status parts do not (:meth:`translators.core.turn.Turn.settle`), unless the dialect knows
-    better: ``DeferredClose(None)`` withdraws a pending one (a status that says the agent is
-    busy again).
+    :class:`~chunkbridge.translators.core.deadlines.Deadlines`). Any event with content cancels it;
+    transient status parts do not (:meth:`chunkbridge.translators.core.turn.Turn.settle`), unless
+    the dialect knows better: ``DeferredClose(None)`` withdraws a pending one (a status that says
+    the agent is busy again).
     """
 
     request: CloseRequest | None

@@ -3,12 +3,12 @@
 Four limits per turn: silence before the first upstream event (``first_event``), silence between
 events (``idle``), the whole turn (``total``), and silence towards the client after which a
 keep-alive comment goes out (``keepalive``); and, while the agent's ask may be the end of its turn
-(:class:`~translators.core.closing.DeferredClose`), the short silence after which it is taken to
-wait for the answer (``settle``, :meth:`Deadlines.settle`). The driver reports what happens
+(:class:`~chunkbridge.translators.core.closing.DeferredClose`), the short silence after which it is
+taken to wait for the answer (``settle``, :meth:`Deadlines.settle`). The driver reports what happens
 (:meth:`Deadlines.event`, :meth:`Deadlines.wrote`) with its own clock's time, asks
-:meth:`Deadlines.next_check` when to look again, and at that time asks :meth:`Deadlines.due`
-what is due. One timer per stream, re-armed lazily, instead of a timeout around every receive:
-on a sparse stream a timeout per receive costs more than translating the event.
+:meth:`Deadlines.next_check` when to look again, and at that time asks :meth:`Deadlines.due` what is
+due. One timer per stream, re-armed lazily, instead of a timeout around every receive: on a sparse
+stream a timeout per receive costs more than translating the event.
 """
 
 from __future__ import annotations

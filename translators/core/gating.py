@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from protocol_specs.ui_message_stream import (
+from chunkbridge.protocol_specs.ui_message_stream import (
     CHUNK_SPECS,
     DATA_CHUNK_SPEC,
     DATA_PREFIX,

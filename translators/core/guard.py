@@ -1,8 +1,8 @@
 """The stream guard: any sequence of chunks in, a stream every target client accepts out.
 
 A sans-I/O state machine in the manner of h11's ``_state.py``. It never knows which dialect produced
-a chunk; it knows the client (:class:`~translators.core.client_model.ClientModel`, the same model
-the validator runs) and repairs instead of letting the client throw:
+a chunk; it knows the client (:class:`~chunkbridge.translators.core.client_model.ClientModel`, the
+same model the validator runs) and repairs instead of letting the client throw:
 
 * exactly one ``start`` first (with the message id to reuse when continuing, spec §5.4); a later
   ``start`` only contributes its metadata (as ``message-metadata``);
@@ -23,11 +23,12 @@ the validator runs) and repairs instead of letting the client throw:
   a stream ends): close open parts, settle pending tool calls (``tool-output-error``), then
   ``error`` if the reason is an error, then ``finish-step``, then exactly one ``finish`` with a
   finishReason the target accepts. Nothing after ``finish``. A ``finish`` or ``error`` chunk fed
-  in is read as the :class:`~translators.core.closing.CloseRequest` it stands for.
+  in is read as the :class:`~chunkbridge.translators.core.closing.CloseRequest` it stands for.
 
-Every chunk first goes through :class:`~translators.core.gating.Gate` for the target major. Each
-repair is counted in :attr:`StreamGuard.repairs` and reported through ``on_repair``. ``feed`` and
-``close`` never raise and do O(1) work per chunk (closing is linear in the open parts, once).
+Every chunk first goes through :class:`~chunkbridge.translators.core.gating.Gate` for the target
+major. Each repair is counted in :attr:`StreamGuard.repairs` and reported through ``on_repair``.
+``feed`` and ``close`` never raise and do O(1) work per chunk (closing is linear in the open parts,
+once).
 """
 
 from __future__ import annotations
@@ -36,17 +37,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from protocol_specs.human_in_the_loop import QUESTION_TOOL, approval_question
-from protocol_specs.ui_message_stream import (
+from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL, approval_question
+from chunkbridge.protocol_specs.ui_message_stream import (
     CHUNK_SPECS,
     DATA_PREFIX,
     DEFAULT_TARGET,
     STEPLESS_TYPES,
     TOOL_OUTPUT_TYPES,
 )
-from translators.core.client_model import ClientModel, KnownToolCall, Rule
-from translators.core.closing import CLOSE_OUTCOMES, CloseReason, CloseRequest, Outcome
-from translators.core.gating import ConversionHook, Gate
+from chunkbridge.translators.core.client_model import ClientModel, KnownToolCall, Rule
+from chunkbridge.translators.core.closing import CLOSE_OUTCOMES, CloseReason, CloseRequest, Outcome
+from chunkbridge.translators.core.gating import ConversionHook, Gate
 
 __all__ = ["ApprovalHook", "Chunk", "IssuedApproval", "RepairHook", "SignApproval", "StreamGuard"]
 

@@ -23,7 +23,7 @@ from typing import Any, Final
 
 import orjson
 
-from protocol_specs.ui_message_stream import DATA_PREFIX, REQUIRED_JSON_KEYS
+from chunkbridge.protocol_specs.ui_message_stream import DATA_PREFIX, REQUIRED_JSON_KEYS
 
 __all__ = [
     "DONE_FRAME",

@@ -2,12 +2,12 @@
 
 JavaScript backends cut streamed text at UTF-16 code units, so an emoji can arrive as one delta
 ending with the high surrogate (``"…\\ud83d"``) and the next starting with the low one
-(``"\\ude00…"``). Each half alone is not text: the encoder would turn each into U+FFFD and the
-user would see two replacement characters where one emoji was. :class:`SurrogatePairs` holds a
-delta's trailing high surrogate back and puts it in front of the next delta *of the same part*
-(text, reasoning or tool input: the roles come from :data:`~protocol_specs.ui_message_stream.
-PART_ROLES`), so the pair reaches the client whole. A held half that is never completed goes out
-as U+FFFD when its part ends, or when the turn closes.
+(``"\\ude00…"``). Each half alone is not text: the encoder would turn each into U+FFFD and the user
+would see two replacement characters where one emoji was. :class:`SurrogatePairs` holds a delta's
+trailing high surrogate back and puts it in front of the next delta *of the same part* (text,
+reasoning or tool input: the roles come from :data:`~chunkbridge.protocol_specs.ui_message_stream.
+PART_ROLES`), so the pair reaches the client whole. A held half that is never completed goes out as
+U+FFFD when its part ends, or when the turn closes.
 
 Lone surrogates only come out of the lenient JSON parser (orjson refuses them), so the turn
 pipeline runs this stage on frames that took that path and while something is held; the fast
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from protocol_specs.ui_message_stream import PART_ROLES
+from chunkbridge.protocol_specs.ui_message_stream import PART_ROLES
 
 __all__ = ["REPLACEMENT", "SurrogatePairs", "join_surrogates"]
 

@@ -2,11 +2,11 @@
 
 ``translator → surrogate pairs → guard → encoder``: a dialect's translator (any object with the
 :class:`EventTranslator` shape; the pipeline never knows which dialect) maps events to chunks,
-:class:`~translators.core.surrogates.SurrogatePairs` joins UTF-16 halves split across deltas, the
-:class:`~translators.core.guard.StreamGuard` makes the sequence valid for the target client, and
-:mod:`~translators.core.sse_codec` writes the bytes. ``chunkbridge serve``, ``replay``, the golden
-files, ``record`` and the tests all run turns through this class (driven by the gateway's turn
-driver), so a golden file checks the code users run.
+:class:`~chunkbridge.translators.core.surrogates.SurrogatePairs` joins UTF-16 halves split across
+deltas, the :class:`~chunkbridge.translators.core.guard.StreamGuard` makes the sequence valid for
+the target client, and :mod:`~chunkbridge.translators.core.sse_codec` writes the bytes.
+``chunkbridge serve``, ``replay``, the golden files, ``record`` and the tests all run turns through
+this class (driven by the gateway's turn driver), so a golden file checks the code users run.
 
 Calling contract: :meth:`Turn.encode_frame` (or :meth:`Turn.feed_frame` for chunks instead of
 bytes) for each raw frame until :attr:`Turn.done`; when the upstream connection ends,
@@ -30,14 +30,19 @@ from typing import Any, ClassVar, Protocol
 
 import orjson
 
-from protocol_specs.human_in_the_loop import QUESTION_TOOL, is_approval_question
-from protocol_specs.ui_message_stream import DEFAULT_TARGET
-from translators.core.client_model import KnownToolCall
-from translators.core.closing import CLOSE_OUTCOMES, CloseReason, CloseRequest, DeferredClose
-from translators.core.gating import ConversionHook
-from translators.core.guard import ApprovalHook, RepairHook, SignApproval, StreamGuard
-from translators.core.sse_codec import encode_chunk, encode_chunks
-from translators.core.surrogates import SurrogatePairs
+from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL, is_approval_question
+from chunkbridge.protocol_specs.ui_message_stream import DEFAULT_TARGET
+from chunkbridge.translators.core.client_model import KnownToolCall
+from chunkbridge.translators.core.closing import (
+    CLOSE_OUTCOMES,
+    CloseReason,
+    CloseRequest,
+    DeferredClose,
+)
+from chunkbridge.translators.core.gating import ConversionHook
+from chunkbridge.translators.core.guard import ApprovalHook, RepairHook, SignApproval, StreamGuard
+from chunkbridge.translators.core.sse_codec import encode_chunk, encode_chunks
+from chunkbridge.translators.core.surrogates import SurrogatePairs
 
 __all__ = ["Chunk", "EventTranslator", "Item", "Turn", "TurnOptions"]
 
@@ -54,7 +59,7 @@ _NOT_JSON = object()
 
 
 class EventTranslator(Protocol):
-    """What the pipeline needs from a dialect's translator (``translators.kit.Translator``)."""
+    """What the pipeline needs from a dialect's translator (``chunkbridge.kit.Translator``)."""
 
     #: Raw frames that end the upstream stream normally (OpenAI's ``[DONE]``).
     TERMINAL_FRAMES: ClassVar[frozenset[str]]

@@ -1,11 +1,12 @@
 """Read-only check of an SSE body against one client major: would ``useChat`` accept all of it?
 
 The same rules as the guard, read from the same places: framing from
-:class:`~translators.core.sse_codec.SseDecoder` (eventsource-parser semantics), shapes from
-:func:`protocol_specs.ui_message_stream.schema_errors`, ordering from
-:class:`~translators.core.client_model.ClientModel`. The first fatal finding is where the real
-client throws; nothing after it is read, as in the client. An ``error`` chunk is a legitimate
-ending: the client stops applying chunks there, so the rest is only reported as a warning.
+:class:`~chunkbridge.translators.core.sse_codec.SseDecoder` (eventsource-parser semantics), shapes
+from :func:`chunkbridge.protocol_specs.ui_message_stream.schema_errors`, ordering from
+:class:`~chunkbridge.translators.core.client_model.ClientModel`. The first fatal finding is where
+the real client throws; nothing after it is read, as in the client. An ``error`` chunk is a
+legitimate ending: the client stops applying chunks there, so the rest is only reported as a
+warning.
 
 Warnings are what the client tolerates but is risky: no ``[DONE]``, events after ``[DONE]``, a last
 event without its blank line (silently dropped), keys a strict patch release would reject, field
@@ -19,9 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocol_specs.ui_message_stream import SSE_DONE, schema_errors, unknown_keys
-from translators.core.client_model import ClientModel, KnownToolCall
-from translators.core.sse_codec import SseDecoder, SseEvent
+from chunkbridge.protocol_specs.ui_message_stream import SSE_DONE, schema_errors, unknown_keys
+from chunkbridge.translators.core.client_model import ClientModel, KnownToolCall
+from chunkbridge.translators.core.sse_codec import SseDecoder, SseEvent
 
 __all__ = ["Finding", "ValidationReport", "validate_sse"]
 

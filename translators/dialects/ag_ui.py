@@ -13,9 +13,7 @@ from typing import Any, Literal
 import jsonpatch
 from pydantic import BaseModel, ConfigDict, Field
 
-from protocol_specs import ag_ui as spec
-from protocol_specs.human_in_the_loop import QUESTION_TOOL
-from translators.kit import (
+from chunkbridge.kit import (
     Chunk,
     CloseReason,
     CloseRequest,
@@ -39,7 +37,9 @@ from translators.kit import (
     require_list,
     require_str,
 )
-from translators.kit.provider import apply_overrides, start_chunks, steps_of
+from chunkbridge.kit.provider import apply_overrides, start_chunks, steps_of
+from chunkbridge.protocol_specs import ag_ui as spec
+from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL
 
 __all__ = ["DIALECT", "AgUiSettings", "AgUiTranslator"]
 

@@ -11,10 +11,7 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from protocol_specs import agent_ops_v2 as spec
-from protocol_specs.agent_ops_v2 import FINALIZE_REASONS, HYDRATION_EVENTS
-from protocol_specs.human_in_the_loop import QUESTION_TOOL
-from translators.kit import (
+from chunkbridge.kit import (
     AnsweredCall,
     ApprovalAnswer,
     Chunk,
@@ -33,6 +30,9 @@ from translators.kit import (
     optional_str,
     require_str,
 )
+from chunkbridge.protocol_specs import agent_ops_v2 as spec
+from chunkbridge.protocol_specs.agent_ops_v2 import FINALIZE_REASONS, HYDRATION_EVENTS
+from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL
 
 __all__ = ["DIALECT", "AgentOpsV2Translator"]
 

@@ -13,10 +13,7 @@ from typing import Any
 import orjson
 from pydantic import Field
 
-from protocol_specs import anthropic_messages as spec
-from protocol_specs import anthropic_messages_tools as tools_spec
-from protocol_specs.anthropic_messages import STOP_REASONS, USAGE_FIELDS
-from translators.kit import (
+from chunkbridge.kit import (
     Chunk,
     CloseReason,
     CloseRequest,
@@ -39,7 +36,7 @@ from translators.kit import (
     require_str,
     usage_metadata,
 )
-from translators.kit.provider import (
+from chunkbridge.kit.provider import (
     ProviderSettings,
     apply_overrides,
     parse_data_url,
@@ -48,6 +45,9 @@ from translators.kit.provider import (
     steps_of,
     system_prompt,
 )
+from chunkbridge.protocol_specs import anthropic_messages as spec
+from chunkbridge.protocol_specs import anthropic_messages_tools as tools_spec
+from chunkbridge.protocol_specs.anthropic_messages import STOP_REASONS, USAGE_FIELDS
 
 __all__ = ["DIALECT", "AnthropicMessagesTranslator", "AnthropicSettings"]
 

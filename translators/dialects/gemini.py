@@ -13,9 +13,7 @@ from typing import Any
 import orjson
 from pydantic import Field
 
-from protocol_specs import gemini as spec
-from protocol_specs.gemini import FINISH_REASONS, USAGE_FIELDS
-from translators.kit import (
+from chunkbridge.kit import (
     Chunk,
     CloseReason,
     CloseRequest,
@@ -36,7 +34,7 @@ from translators.kit import (
     require_list,
     usage_metadata,
 )
-from translators.kit.provider import (
+from chunkbridge.kit.provider import (
     ProviderSettings,
     apply_overrides,
     parse_data_url,
@@ -45,6 +43,8 @@ from translators.kit.provider import (
     steps_of,
     system_prompt,
 )
+from chunkbridge.protocol_specs import gemini as spec
+from chunkbridge.protocol_specs.gemini import FINISH_REASONS, USAGE_FIELDS
 
 __all__ = ["DIALECT", "GeminiSettings", "GeminiTranslator"]
 

@@ -11,13 +11,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
-from protocol_specs import open_harness as spec
-from protocol_specs.open_harness import (
-    BOOKKEEPING_PREFIXES,
-    FLOW_STATUS_ENDS,
-    FLOW_STATUS_PART_ID,
-)
-from translators.kit import (
+from chunkbridge.kit import (
     Chunk,
     CloseReason,
     CloseRequest,
@@ -30,6 +24,12 @@ from translators.kit import (
     WebSocketContract,
     error_message,
     optional_str,
+)
+from chunkbridge.protocol_specs import open_harness as spec
+from chunkbridge.protocol_specs.open_harness import (
+    BOOKKEEPING_PREFIXES,
+    FLOW_STATUS_ENDS,
+    FLOW_STATUS_PART_ID,
 )
 
 __all__ = ["DIALECT", "OpenHarnessTranslator"]

@@ -13,9 +13,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from protocol_specs import openai_chat as spec
-from protocol_specs.openai_chat import FINISH_REASONS, TERMINAL_FRAME, USAGE_FIELDS
-from translators.kit import (
+from chunkbridge.kit import (
     Chunk,
     CloseReason,
     CloseRequest,
@@ -34,7 +32,9 @@ from translators.kit import (
     require_list,
     usage_metadata,
 )
-from translators.kit.provider import content_pieces
+from chunkbridge.kit.provider import content_pieces
+from chunkbridge.protocol_specs import openai_chat as spec
+from chunkbridge.protocol_specs.openai_chat import FINISH_REASONS, TERMINAL_FRAME, USAGE_FIELDS
 
 __all__ = ["DIALECT", "OpenAIChatSettings", "OpenAIChatTranslator"]
 

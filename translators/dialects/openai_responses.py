@@ -13,10 +13,7 @@ from typing import Any
 import orjson
 from pydantic import Field
 
-from protocol_specs import openai_responses as spec
-from protocol_specs import openai_responses_tools as tools_spec
-from protocol_specs.openai_responses import INCOMPLETE_REASONS, USAGE_FIELDS
-from translators.kit import (
+from chunkbridge.kit import (
     Chunk,
     CloseReason,
     CloseRequest,
@@ -38,7 +35,7 @@ from translators.kit import (
     require_str,
     usage_metadata,
 )
-from translators.kit.provider import (
+from chunkbridge.kit.provider import (
     ProviderSettings,
     apply_overrides,
     provider_error,
@@ -46,6 +43,9 @@ from translators.kit.provider import (
     steps_of,
     system_prompt,
 )
+from chunkbridge.protocol_specs import openai_responses as spec
+from chunkbridge.protocol_specs import openai_responses_tools as tools_spec
+from chunkbridge.protocol_specs.openai_responses import INCOMPLETE_REASONS, USAGE_FIELDS
 
 __all__ = ["DIALECT", "OpenAIResponsesSettings", "OpenAIResponsesTranslator"]
 

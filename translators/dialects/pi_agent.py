@@ -12,10 +12,7 @@ from typing import Any, Literal
 
 import orjson
 
-from protocol_specs import pi_agent as spec
-from protocol_specs.human_in_the_loop import QUESTION_TOOL, parse_approval_answer
-from protocol_specs.pi_agent import STOP_REASONS, USAGE_FIELDS
-from translators.kit import (
+from chunkbridge.kit import (
     AnsweredCall,
     ApprovalAnswer,
     Chunk,
@@ -42,6 +39,9 @@ from translators.kit import (
     require_str,
     usage_metadata,
 )
+from chunkbridge.protocol_specs import pi_agent as spec
+from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL, parse_approval_answer
+from chunkbridge.protocol_specs.pi_agent import STOP_REASONS, USAGE_FIELDS
 
 __all__ = ["DIALECT", "PiAgentTranslator"]
 

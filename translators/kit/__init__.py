@@ -2,23 +2,20 @@
 
 ::
 
-    from translators.kit import Dialect, Translator, WebSocketContract, CloseRequest, CloseReason
+    from chunkbridge.kit import Dialect, Translator, WebSocketContract, CloseRequest, CloseReason
 
-It sits between the dialect-blind stream core (:mod:`translators.core`, which never imports a
-dialect or the kit) and the dialects (:mod:`translators.dialects`, and third-party packages),
-which import the kit and the core, never each other.
+It sits between the dialect-blind stream core (:mod:`chunkbridge.translators.core`, which never
+imports a dialect or the kit) and the dialects (:mod:`chunkbridge.translators.dialects`, and
+third-party packages), which import the kit and the core, never each other.
 """
 
-from translators.core.closing import CloseReason, CloseRequest, DeferredClose
-from translators.core.surrogates import join_surrogates
-from translators.core.turn import Chunk, Item
-from translators.kit.blocks import (
+from chunkbridge.kit.blocks import (
     IndexedParts,
     StreamedToolCalls,
     provider_metadata,
     usage_metadata,
 )
-from translators.kit.dialect import (
+from chunkbridge.kit.dialect import (
     DEFAULT_RETRY_STATUSES,
     AnsweredCall,
     ApprovalAnswer,
@@ -36,7 +33,7 @@ from translators.kit.dialect import (
     WebSocketContract,
     build_frames,
 )
-from translators.kit.translator import (
+from chunkbridge.kit.translator import (
     IdFactory,
     MalformedEvent,
     Translator,
@@ -50,6 +47,9 @@ from translators.kit.translator import (
     require_list,
     require_str,
 )
+from chunkbridge.translators.core.closing import CloseReason, CloseRequest, DeferredClose
+from chunkbridge.translators.core.surrogates import join_surrogates
+from chunkbridge.translators.core.turn import Chunk, Item
 
 __all__ = [
     "DEFAULT_RETRY_STATUSES",

@@ -15,9 +15,9 @@ from typing import Any, Literal
 
 import orjson
 
-from translators.core.surrogates import join_surrogates
-from translators.core.turn import Chunk
-from translators.kit.translator import IdFactory
+from chunkbridge.kit.translator import IdFactory
+from chunkbridge.translators.core.surrogates import join_surrogates
+from chunkbridge.translators.core.turn import Chunk
 
 __all__ = ["IndexedParts", "StreamedToolCalls", "provider_metadata", "usage_metadata"]
 

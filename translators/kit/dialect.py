@@ -36,20 +36,20 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from protocol_specs.chat_request import (
+from chunkbridge.kit.translator import Translator, TranslatorOptions
+from chunkbridge.protocol_specs.chat_request import (
     ChatRequest,
     DynamicToolPart,
     StepStartPart,
     ToolPart,
     UserPrompt,
 )
-from protocol_specs.human_in_the_loop import (
+from chunkbridge.protocol_specs.human_in_the_loop import (
     QUESTION_TOOL,
     is_approval_question,
     parse_approval_answer,
 )
-from translators.core.client_model import KnownToolCall
-from translators.kit.translator import Translator, TranslatorOptions
+from chunkbridge.translators.core.client_model import KnownToolCall
 
 __all__ = [
     "DEFAULT_RETRY_STATUSES",
@@ -188,7 +188,8 @@ class TurnInput:
     def approval_answers(self) -> list[ApprovalAnswer]:
         """The approvals the app answered in the last step of the continued message, in order.
         :class:`RequestRejected` when one is malformed (the shapes: module
-        ``protocol_specs.human_in_the_loop``). The gateway checks them before the turn starts."""
+        ``chunkbridge.protocol_specs.human_in_the_loop``). The gateway checks them before the turn
+        starts."""
         every, last = self._continued_tools
         out = []
         for part in last:

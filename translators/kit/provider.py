@@ -20,10 +20,10 @@ from urllib.parse import unquote_to_bytes
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from protocol_specs.chat_request import UIMessage
-from protocol_specs.human_in_the_loop import QUESTION_TOOL, is_approval_question
-from translators.core.turn import Chunk
-from translators.kit.dialect import RequestRejected, TurnInput
+from chunkbridge.kit.dialect import RequestRejected, TurnInput
+from chunkbridge.protocol_specs.chat_request import UIMessage
+from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL, is_approval_question
+from chunkbridge.translators.core.turn import Chunk
 
 __all__ = [
     "DataUrl",

@@ -1,12 +1,12 @@
 """The base class of every dialect translator: event dispatch and what a dialect does not know.
 
-A translator is a sans-I/O state machine (h11/wsproto style) that only *maps*: an upstream event
-(a parsed JSON value) in, UI chunks out. It fills ``HANDLERS`` (upstream ``type`` → method) and its
+A translator is a sans-I/O state machine (h11/wsproto style) that only *maps*: an upstream event (a
+parsed JSON value) in, UI chunks out. It fills ``HANDLERS`` (upstream ``type`` → method) and its
 handlers return chunk dicts; a handler that saw the upstream's terminal event ends the list with a
-:class:`~translators.core.closing.CloseRequest`. Everything else is someone else's job: the turn
-pipeline (:class:`translators.core.turn.Turn`) runs the chunks through the stream guard (ordering,
-the closing discipline) and the SSE encoder, and catches any exception a handler raises as an
-internal error.
+:class:`~chunkbridge.translators.core.closing.CloseRequest`. Everything else is someone else's job:
+the turn pipeline (:class:`chunkbridge.translators.core.turn.Turn`) runs the chunks through the
+stream guard (ordering, the closing discipline) and the SSE encoder, and catches any exception a
+handler raises as an internal error.
 
 The base class owns the policy for what a dialect does not know (``unknown_events``):
 
@@ -30,10 +30,10 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, ClassVar
 
-from protocol_specs.human_in_the_loop import QUESTION_TOOL
-from protocol_specs.ui_message_stream import DATA_PREFIX
-from translators.core.closing import CloseReason, CloseRequest, DeferredClose
-from translators.core.turn import Chunk, Item
+from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL
+from chunkbridge.protocol_specs.ui_message_stream import DATA_PREFIX
+from chunkbridge.translators.core.closing import CloseReason, CloseRequest, DeferredClose
+from chunkbridge.translators.core.turn import Chunk, Item
 
 __all__ = [
     "IdFactory",
@@ -198,7 +198,8 @@ class Translator:
         #: The agent asked the user (a question or an approval) in this turn.
         self.asked = False
 
-    # -- the calling contract (translators.core.turn.EventTranslator) ---------------------------
+    # -- the calling contract (chunkbridge.translators.core.turn.EventTranslator)
+    # ---------------------------
 
     def feed(self, event: Any) -> Sequence[Item]:
         """Chunks (and maybe a closing :class:`CloseRequest`) for one parsed upstream event.

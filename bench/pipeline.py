@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import orjson  # noqa: E402
 
-from chunkbridge.gateway.dialects import get_dialect  # noqa: E402
+from chunkbridge.gateway.registry import get_dialect  # noqa: E402
 from chunkbridge.kit import TranslatorOptions  # noqa: E402
 from chunkbridge.translators.core.closing import CloseReason, CloseRequest  # noqa: E402
 from chunkbridge.translators.core.guard import StreamGuard  # noqa: E402

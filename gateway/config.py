@@ -3,9 +3,9 @@
 Every setting has one name used everywhere: the TOML key and the field name are the same
 (``upstream``, ``idle_timeout``…), the environment variable is ``CHUNKBRIDGE_`` + the name in
 capitals (``CHUNKBRIDGE_IDLE_TIMEOUT=30``), the flag is ``--`` + the name with dashes
-(``--idle-timeout 30``, generated from this model by :mod:`chunkbridge.gateway.flags`). A dialect's
-own settings (its ``Dialect.settings`` model) follow the same rule under the dialect's name: the
-TOML table ``[openai-chat]``, ``CHUNKBRIDGE_OPENAI_CHAT_MODEL``, ``--openai-chat-model``.
+(``--idle-timeout 30``, generated from this model by :mod:`chunkbridge.gateway.cli.flags`). A
+dialect's own settings (its ``Dialect.settings`` model) follow the same rule under the dialect's
+name: the TOML table ``[openai-chat]``, ``CHUNKBRIDGE_OPENAI_CHAT_MODEL``, ``--openai-chat-model``.
 
 An environment variable that starts with ``CHUNKBRIDGE_`` but names no setting is reported (a
 typo would otherwise be silently ignored); files (the TOML file, ``jwt_key_file``) are read once,

@@ -21,8 +21,8 @@ from typing import Any
 import uvicorn
 from uvicorn.supervisors import Multiprocess
 
-from chunkbridge.gateway.app import GatewayState
 from chunkbridge.gateway.config import GatewayConfig
+from chunkbridge.gateway.service import Gateway
 
 __all__ = ["DrainingServer", "run_app", "run_workers", "worker_app"]
 
@@ -31,9 +31,9 @@ WORKER_CONFIG = "CHUNKBRIDGE_WORKER_CONFIG"
 
 
 class DrainingServer(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config, state: GatewayState | None) -> None:
+    def __init__(self, config: uvicorn.Config, gateway: Gateway | None) -> None:
         super().__init__(config)
-        self.state = state
+        self.gateway = gateway
         self._drain_task: asyncio.Task[None] | None = None
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
@@ -43,9 +43,11 @@ class DrainingServer(uvicorn.Server):
         gc.freeze()
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-        if self._drain_task is None and self.state is not None:
+        if self._drain_task is None and self.gateway is not None:
             loop = asyncio.get_event_loop()
-            self._drain_task = loop.create_task(self.state.drain(self.state.config.drain_timeout))
+            self._drain_task = loop.create_task(
+                self.gateway.drain(self.gateway.config.drain_timeout)
+            )
         super().handle_exit(sig, frame)
 
 
@@ -78,11 +80,11 @@ def _uvicorn_config(
 
 def run_app(app: Any, host: str, port: int, log_level: str = "info") -> None:
     """Serve ``app`` until a signal; a gateway app (``app.state.gateway``) drains first."""
-    state: GatewayState | None = getattr(app.state, "gateway", None)
-    drain_timeout = state.config.drain_timeout if state is not None else 0
-    limits = server_limits(state.config) if state is not None else {}
+    gateway: Gateway | None = getattr(app.state, "gateway", None)
+    drain_timeout = gateway.config.drain_timeout if gateway is not None else 0
+    limits = server_limits(gateway.config) if gateway is not None else {}
     uv = _uvicorn_config(app, host, port, log_level, drain_timeout, **limits)
-    DrainingServer(uv, state).run()
+    DrainingServer(uv, gateway).run()
 
 
 def run_workers(config: GatewayConfig, workers: int) -> None:
@@ -106,7 +108,7 @@ def run_workers(config: GatewayConfig, workers: int) -> None:
 
 def worker_app() -> Any:
     """The app of one ``--workers`` process (the factory uvicorn imports in each of them)."""
-    from chunkbridge.gateway.app import create_app
+    from chunkbridge.gateway.http.app import create_app
     from chunkbridge.gateway.logging import configure_logging
 
     config: GatewayConfig = pickle.loads(base64.b64decode(os.environ[WORKER_CONFIG]))
@@ -114,7 +116,7 @@ def worker_app() -> Any:
     return create_app(config, on_startup=_drain_on_signals)
 
 
-async def _drain_on_signals(state: GatewayState) -> None:
+async def _drain_on_signals(gateway: Gateway) -> None:
     """In a worker, uvicorn's own server handles the signals: put the drain in front of its
     handlers (installed before the app starts), as :class:`DrainingServer` does in one process."""
     loop = asyncio.get_running_loop()
@@ -124,7 +126,7 @@ async def _drain_on_signals(state: GatewayState) -> None:
 
         def handler(signum: int, frame: FrameType | None, previous: Any = previous) -> None:
             if not drained:
-                drained.append(loop.create_task(state.drain(state.config.drain_timeout)))
+                drained.append(loop.create_task(gateway.drain(gateway.config.drain_timeout)))
             if callable(previous):
                 previous(signum, frame)
 

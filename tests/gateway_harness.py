@@ -20,8 +20,8 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
-from chunkbridge.gateway.app import create_app
 from chunkbridge.gateway.config import GatewayConfig
+from chunkbridge.gateway.http.app import create_app
 from chunkbridge.gateway.server import server_limits
 
 Script = Callable[[ServerConnection, "ScriptedUpstream", str], Awaitable[None]]

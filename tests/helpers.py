@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from chunkbridge.gateway.dialects import get_dialect
+from chunkbridge.gateway.registry import get_dialect
 from chunkbridge.kit import TranslatorOptions, TurnInput
 from chunkbridge.protocol_specs.chat_request import ChatRequest
 from chunkbridge.translators.core.closing import CloseReason, CloseRequest

@@ -16,7 +16,7 @@ import httpx
 import orjson
 import pytest
 
-from chunkbridge.gateway.upstreams import DemoUpstream
+from chunkbridge.gateway.devtools.upstreams import DemoUpstream
 from chunkbridge.protocol_specs.human_in_the_loop import approval_signature
 from chunkbridge.translators.dialects.agent_ops_v2 import DEMO_GATED_ARGS, demo_turn
 from tests.gateway_harness import post, running_gateway, user_body
@@ -238,7 +238,7 @@ async def test_an_answer_the_upstream_never_got_can_be_sent_again() -> None:
         await upstream.aclose()  # the agent's side goes away before the answer
         response = await post(gw, "s1", continuing(message))
         assert response.status_code == 502
-        ledger = app.state.gateway.approvals
+        ledger = app.state.gateway.stores.approvals
         approval_id = message["parts"][1]["approval"]["id"]
         assert await ledger.lookup("s1", [approval_id]) == ["prt_0001"]  # still answerable
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from chunkbridge.gateway.replay import replay_file
+from chunkbridge.gateway.devtools.replay import replay_file
 from tests.gateway_harness import ScriptedUpstream, events, post, running_gateway, user_body
 from tests.helpers import new_turn
 from tests.timed_upstream import TimedUpstream, record_writes, settings

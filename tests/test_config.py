@@ -90,7 +90,7 @@ def test_every_setting_has_a_generated_flag_and_a_readme_row() -> None:
 
 def test_flags_take_each_type(tmp_path: Path) -> None:
     from chunkbridge.gateway.cli import build_parser
-    from chunkbridge.gateway.cli_commands import _load
+    from chunkbridge.gateway.cli.flags import load_settings
 
     args = build_parser().parse_args(
         [
@@ -112,7 +112,7 @@ def test_flags_take_each_type(tmp_path: Path) -> None:
             "gpt-9",
         ]
     )
-    config = _load(args, args.flags).config
+    config = load_settings(args, args.flags).config
     assert config.target == 7 and config.mask_errors is True and config.dynamic_tools is False
     assert config.cors_origins == ["https://a.example", "https://b.example"]
     assert config.prompt_frame == {"type": "ask", "text": "{text}"}
@@ -189,8 +189,8 @@ def test_serve_without_a_dialect_says_which_exist() -> None:
 
 
 def test_a_dialect_that_does_not_speak_the_urls_transport_is_refused_at_start_up() -> None:
-    from chunkbridge.gateway.app import create_app
     from chunkbridge.gateway.config import GatewayConfig as Config
+    from chunkbridge.gateway.http.app import create_app
 
     with pytest.raises(ConfigError, match="has no HTTP upstream"):
         create_app(Config(dialect="agent-ops-v2", upstream="http://127.0.0.1:9"))

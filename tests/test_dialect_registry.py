@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-import chunkbridge.gateway.dialects as dialects_module
-from chunkbridge.gateway.dialects import ENTRY_POINT_GROUP, UnknownDialect, get_dialect, registry
+import chunkbridge.gateway.registry as dialects_module
+from chunkbridge.gateway.registry import ENTRY_POINT_GROUP, UnknownDialect, get_dialect, registry
 
 BUILT_IN = "chunkbridge.translators.dialects.agent_ops_v2:DIALECT"
 

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from structlog.testing import capture_logs
 
-import chunkbridge.gateway.state
+import chunkbridge.gateway.service
 from chunkbridge.kit import (
     Dialect,
     Item,
@@ -43,7 +43,7 @@ pytestmark = pytest.mark.asyncio
 async def ended(app: Any) -> None:
     """Until every stream of the app has ended (its upstream closed, its log line written)."""
     for _ in range(300):  # bounded: 3 s
-        if not app.state.gateway.streams:
+        if not app.state.gateway.turns.runs:
             return
         await asyncio.sleep(0.01)
     raise AssertionError("a stream did not end")
@@ -76,9 +76,9 @@ FAULTY = Dialect(
 
 @pytest.fixture
 def faulty_dialect(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = chunkbridge.gateway.state.get_dialect
+    real = chunkbridge.gateway.service.get_dialect
     monkeypatch.setattr(
-        chunkbridge.gateway.state, "get_dialect", lambda n: FAULTY if n == "faulty" else real(n)
+        chunkbridge.gateway.service, "get_dialect", lambda n: FAULTY if n == "faulty" else real(n)
     )
 
 

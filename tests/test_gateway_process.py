@@ -17,7 +17,7 @@ import httpx
 import orjson
 import pytest
 
-from chunkbridge.gateway.replay import replay_file
+from chunkbridge.gateway.devtools.replay import replay_file
 from tests.gateway_harness import agent_ops_turn, user_body
 from tests.helpers import decode_sse, types
 

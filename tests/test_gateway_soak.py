@@ -90,14 +90,14 @@ async def test_soak_thousands_of_turns_leaves_nothing_behind() -> None:
             tasks_before = len(asyncio.all_tasks())
             await run(200, TURNS)
             for _ in range(100):  # bounded wait for aborted upstream sockets to finish closing
-                if up.open_connections == 0 and not app.state.gateway.streams:
+                if up.open_connections == 0 and not app.state.gateway.turns.runs:
                     break
                 await asyncio.sleep(0.05)
             gc.collect()
             fds_after, rss_after = open_fds(), rss_kb()
             tasks_after = len(asyncio.all_tasks())
         state = app.state.gateway
-        assert not state.streams and not state.turns
+        assert not state.turns.runs and not state.turns.sessions
         assert up.open_connections == 0
         assert fds_after - fds_before <= 5, (fds_before, fds_after)
         assert tasks_after - tasks_before <= 2, (tasks_before, tasks_after)
@@ -109,7 +109,7 @@ async def test_soak_thousands_of_turns_leaves_nothing_behind() -> None:
 
 
 class _RecordingSet(set):
-    """``GatewayState.streams`` that also keeps a weak reference to every stream added."""
+    """``OpenTurns.runs`` that also keeps a weak reference to every stream added."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -128,7 +128,7 @@ async def test_finished_turns_are_freed_without_the_cycle_collector() -> None:
         up.scripts["*"] = events(*agent_ops_turn("some words"))
         up.scripts["stop-me"] = events(*agent_ops_turn("some words")[:2], close=False)
         state = app.state.gateway
-        state.streams = recorded = _RecordingSet()
+        state.turns.runs = recorded = _RecordingSet()
         gc.collect()
         gc.disable()
         try:
@@ -140,7 +140,7 @@ async def test_finished_turns_are_freed_without_the_cycle_collector() -> None:
                     async for _ in response.aiter_bytes():
                         break
             for _ in range(100):  # bounded: the aborted turn closes its upstream within 1 s
-                if not state.streams:
+                if not state.turns.runs:
                     break
                 await asyncio.sleep(0.02)
             await asyncio.sleep(0.05)

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from chunkbridge.gateway.recordings import read_frames
-from chunkbridge.gateway.replay import replay_file
+from chunkbridge.gateway.devtools.recordings import read_frames
+from chunkbridge.gateway.devtools.replay import replay_file
 from tests.conformance.harness import Verdict
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from chunkbridge.gateway.recordings import read_frames
-from chunkbridge.gateway.replay import replay_file
+from chunkbridge.gateway.devtools.recordings import read_frames
+from chunkbridge.gateway.devtools.replay import replay_file
 from tests.helpers import provider_turn
 from tests.test_provider_differential import _declarations, _recordings
 

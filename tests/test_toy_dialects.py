@@ -20,7 +20,7 @@ import pytest
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from chunkbridge.gateway.dialects import registry
+from chunkbridge.gateway.registry import registry
 from tests.gateway_harness import (
     ScriptedUpstream,
     events,

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from chunkbridge.gateway.recordings import read_frames
-from chunkbridge.gateway.replay import replay_file
+from chunkbridge.gateway.devtools.recordings import read_frames
+from chunkbridge.gateway.devtools.replay import replay_file
 from chunkbridge.translators.core.sse_codec import encode_chunks
 from tests.helpers import new_turn
 
@@ -44,7 +44,7 @@ def test_replay_matches_golden(chunkbridge_golden, dialect: str, recording: Path
 _DIGESTS = """
 import hashlib, json, sys
 from pathlib import Path
-from chunkbridge.gateway.replay import replay_file
+from chunkbridge.gateway.devtools.replay import replay_file
 out = {}
 for dialect, path in json.loads(sys.stdin.read()):
     for target in (5, 7):

@@ -14,8 +14,8 @@ from typing import Any
 
 import orjson
 
-from chunkbridge.gateway.driver import DriverSettings, TurnDriver
 from chunkbridge.gateway.transports import UpstreamEnded
+from chunkbridge.gateway.turn.driver import DriverSettings, TurnDriver
 from chunkbridge.translators.core.turn import Turn
 
 __all__ = ["TimedUpstream", "Write", "record_writes", "settings"]

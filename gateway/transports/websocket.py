@@ -4,7 +4,7 @@ websockets' Sans-I/O ``ClientProtocol`` does all of the protocol — the opening
 its checks, framing and masking, pings answered with pongs, the closing handshake, the size
 limit — and this module is the thin asyncio shell around it that the library's documentation
 invites ("integrate the Sans-I/O layer"), in the way the gateway's turns are sans-I/O cores fed
-by :mod:`chunkbridge.gateway.driver`.
+by :mod:`chunkbridge.gateway.turn.driver`.
 
 Why not websockets' own asyncio client: it hands over one message per ``recv()`` through an
 assembler built for applications that await each message (a queue, a future per wait, flow

@@ -176,6 +176,13 @@ class StreamGuard:
         self._finish(out, request)
         return out
 
+    def give_up(self, request: CloseRequest) -> None:
+        """Count the stream as ended by ``request`` without writing its closing chunks: the
+        guard itself failed, and the turn writes an ending every client accepts instead."""
+        self.finished = True
+        self.close_request = request
+        self.finish_reason = "error"
+
     # -- internals -----------------------------------------------------------------------------
 
     def _emit_start(self, out: list[Chunk], first: Chunk | None) -> None:

@@ -24,7 +24,7 @@ prefix plus the orjson-encoded delta, byte-identical to the general path.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
@@ -63,6 +63,11 @@ class EventTranslator(Protocol):
 
     #: Raw frames that end the upstream stream normally (OpenAI's ``[DONE]``).
     TERMINAL_FRAMES: ClassVar[frozenset[str]]
+
+    @property
+    def stats(self) -> Mapping[str, int]:
+        """Counts by kind (``unknown-event:<type>``, ``malformed-event``…), for the log line."""
+
     #: The open text part that :meth:`fast_text_delta` streams into, if any.
     text_id: str | None
 
@@ -181,6 +186,21 @@ class Turn:
     def finish_reason(self) -> str | None:
         """The finishReason the client was told (``None`` while the turn runs)."""
         return self.guard.finish_reason
+
+    def report(self) -> dict[str, Any]:
+        """What the turn adds to the gateway's one log line per turn (``stream.end``)."""
+        guard, stats = self.guard, self.translator.stats
+        reason = self.close_reason
+        return {
+            "close_reason": reason.value if reason is not None else "unfinished",
+            "finish_reason": guard.finish_reason,
+            "upstream_events": self.events,
+            "unknown_events": sum(v for k, v in stats.items() if k.startswith("unknown-event:")),
+            "malformed_events": stats.get("malformed-event", 0),
+            "guard_repairs": sum(guard.repairs.values()),
+            "conversions": sum(guard.gate.conversions.values()),
+            "approvals_requested": len(guard.approvals_issued),
+        }
 
     # -- input ---------------------------------------------------------------------------------
 
@@ -353,10 +373,7 @@ class Turn:
         except Exception:
             # The guard itself failed: end with what every client accepts whatever came before
             # (processing stops at an error chunk).
-            guard = self.guard
-            guard.finished = True
-            guard.close_request = CloseRequest(CloseReason.INTERNAL_ERROR)
-            guard.finish_reason = "error"
+            self.guard.give_up(CloseRequest(CloseReason.INTERNAL_ERROR))
             text = CLOSE_OUTCOMES[CloseReason.INTERNAL_ERROR].error_text
             return [
                 {"type": "error", "errorText": text},

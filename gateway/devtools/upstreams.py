@@ -35,7 +35,7 @@ from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 from websockets.asyncio.server import Server, ServerConnection, serve
 
-from chunkbridge.gateway.recordings import read_frames, read_pauses
+from chunkbridge.gateway.devtools.recordings import read_frames, read_pauses
 from chunkbridge.kit import DemoScript, Pause
 
 __all__ = [

@@ -3,12 +3,12 @@
 Error policy (Starlette's ``response_started`` rule): everything that can fail before the first byte
 — request shape, auth, the session's turn lock, connecting to the upstream and sending the prompt —
 fails as a short plain-text HTTP error (the AI SDK shows the body to the user). Once streaming,
-problems become an ``error`` chunk (see :mod:`chunkbridge.gateway.driver`). Every request ends with
-one structured log line (``request.rejected`` or ``stream.end``).
+problems become an ``error`` chunk (see :mod:`chunkbridge.gateway.turn.driver`). Every request ends
+with one structured log line (``request.rejected`` or ``stream.end``).
 
 The app names no dialect: the configured one comes from the registry
-(:mod:`chunkbridge.gateway.dialects`), and its contract decides how a turn starts upstream
-(:mod:`chunkbridge.gateway.connectors`).
+(:mod:`chunkbridge.gateway.registry`), and its contract decides how a turn starts upstream
+(:mod:`chunkbridge.gateway.transports.connectors`).
 """
 
 from __future__ import annotations
@@ -28,23 +28,29 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route, WebSocketRoute
 
-from chunkbridge.gateway.auth import authenticate
-from chunkbridge.gateway.chat_socket import chat_socket
 from chunkbridge.gateway.config import GatewayConfig
 from chunkbridge.gateway.errors import BadRequest, NotFound, UnsupportedMediaType
-from chunkbridge.gateway.intake import check_session, check_size, parse_chat_body, refusal, rejected
-from chunkbridge.gateway.resume import ResumeResponse
-from chunkbridge.gateway.state import RETRY_AFTER_DRAINING, SESSION_ID, GatewayState
-from chunkbridge.gateway.turns import open_turn
+from chunkbridge.gateway.http.auth import authenticate
+from chunkbridge.gateway.http.chat_socket import chat_socket
+from chunkbridge.gateway.http.intake import (
+    check_session,
+    check_size,
+    parse_chat_body,
+    refusal,
+    rejected,
+)
+from chunkbridge.gateway.http.sse import ResumeResponse, TurnResponse
+from chunkbridge.gateway.service import RETRY_AFTER_DRAINING, SESSION_ID, Gateway
 
-__all__ = ["GatewayState", "create_app", "open_turn"]  # state and opening re-exported
+__all__ = ["create_app"]
 
 _JSON_TYPES = ("application/json",)
 
 
 async def _read_body(request: Request, limit: int) -> bytes:
     """The body, or :class:`PayloadTooLarge` as soon as it is known to be over ``limit`` (the
-    rest is then read and dropped by the lingering refusal, :mod:`chunkbridge.gateway.intake`)."""
+    rest is then read and dropped by the lingering refusal, :mod:`chunkbridge.gateway.http.intake`).
+    """
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit():
         check_size(int(declared), limit)
@@ -56,17 +62,17 @@ async def _read_body(request: Request, limit: int) -> bytes:
 
 
 async def chat(request: Request) -> Any:
-    state: GatewayState = request.app.state.gateway
-    config = state.config
+    gateway: Gateway = request.app.state.gateway
+    config = gateway.config
     started = time.monotonic()
     request_id = request.headers.get("x-request-id") or uuid.uuid4().hex[:16]
     session_id = request.path_params["session_id"]
-    log = state.log.bind(
-        request_id=request_id, session_id=session_id[:128], dialect=state.dialect.name
+    log = gateway.log.bind(
+        request_id=request_id, session_id=session_id[:128], dialect=gateway.dialect.name
     )
     body_read = False
     try:
-        check_session(state, session_id)
+        check_session(gateway, session_id)
         content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if content_type not in _JSON_TYPES:
             raise UnsupportedMediaType(detail=content_type or "no content-type")
@@ -74,28 +80,29 @@ async def chat(request: Request) -> Any:
         body_read = True
         chat_request = parse_chat_body(body, config.max_messages)
         forward = authenticate(config, request.headers.get("authorization"), session_id)
-        return await open_turn(state, chat_request, session_id, forward, request_id, started, log)
+        run = await gateway.open_turn(chat_request, session_id, forward, request_id, started, log)
+        return TurnResponse(run)
     except Exception as exc:
         lingering = None if body_read else (config.lingering_bytes, config.lingering_time)
-        return refusal(rejected(state, log, exc, started), lingering)
+        return refusal(rejected(gateway, log, exc, started), lingering)
 
 
-def _rejected(state: GatewayState, log: Any, exc: Exception, started: float) -> Response:
+def _rejected(gateway: Gateway, log: Any, exc: Exception, started: float) -> Response:
     """The HTTP error for a request that failed before streaming (it has no body to read)."""
-    return refusal(rejected(state, log, exc, started))
+    return refusal(rejected(gateway, log, exc, started))
 
 
-def _resumable(request: Request) -> tuple[GatewayState, tuple[str, str]]:
+def _resumable(request: Request) -> tuple[Gateway, tuple[str, str]]:
     """The resume store's key for a resume or stop request, after the POST's own checks (session
     id, auth); the errors are GatewayErrors."""
-    state: GatewayState = request.app.state.gateway
+    gateway: Gateway = request.app.state.gateway
     session_id = request.path_params["session_id"]
     if not SESSION_ID.fullmatch(session_id):
         raise BadRequest("The session id is not valid.")
-    authenticate(state.config, request.headers.get("authorization"), session_id)
-    if state.resume is None:
+    authenticate(gateway.config, request.headers.get("authorization"), session_id)
+    if gateway.stores.resume is None:
         raise NotFound("Resumable streams are off (resume = off).")
-    return state, (session_id, request.path_params["chat_id"])
+    return gateway, (session_id, request.path_params["chat_id"])
 
 
 async def resume_stream(request: Request) -> Any:
@@ -103,14 +110,16 @@ async def resume_stream(request: Request) -> Any:
     its first chunk and followed live; 204 when there is none."""
     started = time.monotonic()
     request_id = request.headers.get("x-request-id") or uuid.uuid4().hex[:16]
-    state: GatewayState = request.app.state.gateway
-    log = state.log.bind(request_id=request_id, session_id=request.path_params["session_id"][:128])
+    gateway: Gateway = request.app.state.gateway
+    log = gateway.log.bind(
+        request_id=request_id, session_id=request.path_params["session_id"][:128]
+    )
     try:
-        state, key = _resumable(request)
-        assert state.resume is not None
-        bodies = await state.resume.reader(key)
+        gateway, key = _resumable(request)
+        assert gateway.stores.resume is not None
+        bodies = await gateway.stores.resume.reader(key)
     except Exception as exc:
-        return _rejected(state, log, exc, started)
+        return _rejected(gateway, log, exc, started)
     if bodies is None:
         log.info("resume.none", status=204)
         return Response(status_code=204)
@@ -123,14 +132,14 @@ async def stop_turn(request: Request) -> Response:
     client abort would (with resume on, the client's own Stop only disconnects); 204 when
     nothing runs."""
     started = time.monotonic()
-    state: GatewayState = request.app.state.gateway
-    log = state.log.bind(session_id=request.path_params["session_id"][:128])
+    gateway: Gateway = request.app.state.gateway
+    log = gateway.log.bind(session_id=request.path_params["session_id"][:128])
     try:
-        state, key = _resumable(request)
-        assert state.resume is not None
-        stopped = await state.resume.stop(key)
+        gateway, key = _resumable(request)
+        assert gateway.stores.resume is not None
+        stopped = await gateway.stores.resume.stop(key)
     except Exception as exc:
-        return _rejected(state, log, exc, started)
+        return _rejected(gateway, log, exc, started)
     if not stopped:
         return Response(status_code=204)
     log.info("turn.stopped", chat_id=key[1][:128])
@@ -143,12 +152,12 @@ async def healthz(request: Request) -> Response:
 
 async def readyz(request: Request) -> Response:
     """Ready when the upstream's host accepts TCP connections."""
-    state: GatewayState = request.app.state.gateway
-    if state.draining:
+    gateway: Gateway = request.app.state.gateway
+    if gateway.draining:
         return PlainTextResponse(
             "draining", status_code=503, headers={"retry-after": str(RETRY_AFTER_DRAINING)}
         )
-    target = urlsplit(state.config.upstream.replace("{session_id}", "x"))
+    target = urlsplit(gateway.config.upstream.replace("{session_id}", "x"))
     port = target.port or (443 if target.scheme in ("wss", "https") else 80)
     try:
         async with asyncio.timeout(2):
@@ -162,19 +171,19 @@ async def readyz(request: Request) -> Response:
 async def metrics_endpoint(request: Request) -> Response:
     from prometheus_client import CONTENT_TYPE_LATEST
 
-    state: GatewayState = request.app.state.gateway
-    return Response(state.metrics.render(), media_type=CONTENT_TYPE_LATEST)
+    gateway: Gateway = request.app.state.gateway
+    return Response(gateway.metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
 
 def create_app(
     config: GatewayConfig,
     *,
     extra_routes: list[Route] | None = None,
-    on_startup: Callable[[GatewayState], Awaitable[None]] | None = None,
+    on_startup: Callable[[Gateway], Awaitable[None]] | None = None,
     on_shutdown: Callable[[], Awaitable[None]] | None = None,
 ) -> Starlette:
     """The app for ``config``. Raises :class:`ConfigError` when the dialect cannot serve it."""
-    state = GatewayState(config)
+    gateway = Gateway(config)
     middleware = []
     if config.cors_origins:
         middleware.append(
@@ -190,14 +199,10 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         if on_startup is not None:
-            await on_startup(state)
-        if state.resume is not None:
-            await state.resume.start()  # redis: fails the start-up when Redis is not there
+            await on_startup(gateway)
+        await gateway.start()  # resume = redis: fails the start-up when Redis is not there
         yield
-        await state.drain(state.config.drain_timeout)
-        await state.connector.aclose()
-        if state.resume is not None:
-            await state.resume.aclose()
+        await gateway.aclose()
         if on_shutdown is not None:
             await on_shutdown()
 
@@ -223,5 +228,5 @@ def create_app(
         middleware=middleware,
         lifespan=lifespan,
     )
-    app.state.gateway = state
+    app.state.gateway = gateway
     return app

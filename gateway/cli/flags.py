@@ -3,23 +3,42 @@
 One flag per field, ``--`` + the field name with dashes (``--idle-timeout``), a dialect's fields
 under its name (``--openai-chat-model``). The flag's shape follows the field's type: choices for
 a ``Literal`` or an enum, ``--x/--no-x`` for a bool, several values for a list, a JSON object for
-a dict; the help text is the field's description and its default.
+a dict; the help text is the field's description and its default. :func:`add_settings` gives a
+subcommand every setting (``--config FILE.toml`` and the flags of the gateway and each registered
+dialect); :func:`load_settings` reads them back in the configuration's order.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import enum
+import sys
 import types
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Any, Literal, TypeAlias, Union, get_args, get_origin
 
 import orjson
 from pydantic import BaseModel, SecretStr
 from pydantic.fields import FieldInfo
 
-__all__ = ["add_model_flags", "collect"]
+from chunkbridge.gateway.config import GatewayConfig, LoadedConfig, load_config
+from chunkbridge.protocol_specs.ui_message_stream import ALL_MAJORS, DEFAULT_TARGET
+
+__all__ = [
+    "Flags",
+    "SubParsers",
+    "add_model_flags",
+    "add_settings",
+    "add_target",
+    "collect",
+    "fail",
+    "load_settings",
+]
+
+#: The ``add_subparsers`` object: each command module adds its own subcommands to it.
+SubParsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
 def _json_object(text: str) -> dict[str, Any]:
@@ -100,3 +119,53 @@ def collect(args: argparse.Namespace, dests: Mapping[str, str]) -> dict[str, Any
     """The values given on the command line (flags left out are not in the result)."""
     values = {name: getattr(args, dest, None) for dest, name in dests.items()}
     return {name: value for name, value in values.items() if value is not None}
+
+
+@dataclasses.dataclass(slots=True)
+class Flags:
+    """The generated flags of one subcommand: argparse dest → setting."""
+
+    gateway: dict[str, str] = dataclasses.field(default_factory=dict)
+    dialects: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
+
+
+def add_settings(parser: argparse.ArgumentParser, exclude: Iterable[str] = ()) -> Flags:
+    from chunkbridge.gateway.registry import registry
+
+    parser.add_argument("--config", metavar="FILE.toml", help="TOML configuration file")
+    flags = Flags(add_model_flags(parser, GatewayConfig, exclude=exclude))
+    for name, dialect in registry().dialects.items():
+        if dialect.settings.model_fields:
+            group = parser.add_argument_group(f"dialect {name}")
+            flags.dialects[name] = add_model_flags(group, dialect.settings, prefix=f"{name}-")
+    return flags
+
+
+def load_settings(args: argparse.Namespace, flags: Flags, **overrides: Any) -> LoadedConfig:
+    from chunkbridge.gateway.registry import registry
+
+    models = {name: d.settings for name, d in registry().dialects.items()}
+    values = collect(args, flags.gateway)
+    values.update(overrides)
+    return load_config(
+        Path(args.config) if args.config else None,
+        dialect_models=models,
+        dialect_flags={name: collect(args, dests) for name, dests in flags.dialects.items()},
+        **values,
+    )
+
+
+def fail(command: str, message: object) -> int:
+    """A usage error of ``command``: the message on stderr, exit code 2."""
+    print(f"chunkbridge {command}: {message}", file=sys.stderr)
+    return 2
+
+
+def add_target(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--target",
+        type=int,
+        choices=ALL_MAJORS,
+        default=DEFAULT_TARGET,
+        help=f"AI SDK major of the client (default {DEFAULT_TARGET}: accepted by 5, 6 and 7)",
+    )

@@ -1,32 +1,16 @@
-"""``chunkbridge`` command line: validate, replay, dialects, serve, demo, mock-upstream, record.
-
-Every subcommand is a function ``(args) -> exit code``; :func:`main` takes ``argv`` so tests call
-it in-process. Exit codes: 0 success, 1 the checked thing is wrong (invalid stream, golden differs),
-2 usage errors (argparse's own convention; unreadable files included).
-"""
+"""``validate`` and ``replay``: the stream files, checked and made offline (no network)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from chunkbridge.protocol_specs.ui_message_stream import ALL_MAJORS, DEFAULT_TARGET
+from chunkbridge.gateway.cli.flags import SubParsers, add_target, fail
 
-__all__ = ["main", "build_parser"]
-
-
-def _target(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--target",
-        type=int,
-        choices=ALL_MAJORS,
-        default=DEFAULT_TARGET,
-        help=f"AI SDK major of the client (default {DEFAULT_TARGET}: accepted by 5, 6 and 7)",
-    )
+__all__ = ["register"]
 
 
 def _read_input(path: str) -> bytes:
@@ -83,13 +67,48 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="chunkbridge",
-        description="Translate agent backend streams into AI SDK UI message streams (ai 5/6/7).",
-    )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+def cmd_replay(args: argparse.Namespace) -> int:
+    from chunkbridge.gateway.devtools.recordings import frames_of
+    from chunkbridge.gateway.devtools.replay import golden_diff, replay_frames
+    from chunkbridge.gateway.registry import UnknownDialect, get_dialect
+    from chunkbridge.kit import UnknownEventPolicy
 
+    try:
+        get_dialect(args.dialect)
+    except UnknownDialect as exc:
+        return fail("replay", exc)
+    try:
+        raw = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
+    except OSError as exc:
+        return fail("replay", f"cannot read {args.file}: {exc.strerror}")
+    output = replay_frames(
+        args.dialect,
+        frames_of(raw.decode("utf-8", "surrogateescape")),
+        target=args.target,
+        unknown_events=UnknownEventPolicy(args.unknown_events),
+    )
+    if args.update:
+        if not args.check:
+            return fail("replay", "--update needs --check GOLDEN.sse")
+        Path(args.check).write_bytes(output)
+        print(f"wrote {args.check}", file=sys.stderr)
+        return 0
+    if args.check:
+        try:
+            expected = Path(args.check).read_bytes()
+        except OSError as exc:
+            return fail("replay", f"cannot read {args.check}: {exc.strerror}")
+        diff = golden_diff(expected, output, args.check)
+        if diff:
+            sys.stdout.write(diff)
+            return 1
+        return 0
+    sys.stdout.buffer.write(output)
+    return 0
+
+
+def register(sub: SubParsers) -> None:
+    """Add ``validate`` and ``replay``."""
     validate = sub.add_parser(
         "validate",
         help="check an SSE body against a real AI SDK client's rules",
@@ -98,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
         "would not, 2 on usage errors. Risky but tolerated things are printed as warnings.",
     )
     validate.add_argument("file", metavar="FILE.sse", help="SSE body to check, or - for stdin")
-    _target(validate)
+    add_target(validate)
     validate.add_argument("--json", action="store_true", help="print the report as JSON")
     validate.add_argument(
         "--continues",
@@ -109,17 +128,24 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("-q", "--quiet", action="store_true", help="do not print warnings")
     validate.set_defaults(func=cmd_validate)
 
-    from chunkbridge.gateway import cli_commands
-
-    cli_commands.register(sub, _target)
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    return int(args.func(args))
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    replay = sub.add_parser(
+        "replay",
+        help="translate a recorded upstream session (.jsonl) into an SSE body",
+        description="Each line of FILE.jsonl is one upstream message (the JSON payload of a "
+        "WebSocket frame or SSE data line); the end of the file is the upstream closing. The SSE "
+        "body goes to stdout with deterministic ids.",
+    )
+    replay.add_argument("file", metavar="FILE.jsonl", help="recording, or - for stdin")
+    replay.add_argument("--dialect", required=True, help="upstream dialect (see 'dialects')")
+    add_target(replay)
+    replay.add_argument(
+        "--unknown-events",
+        choices=["forward", "drop", "error"],
+        default="forward",
+        help="what unknown or malformed upstream events become (default forward: data parts)",
+    )
+    replay.add_argument(
+        "--check", metavar="GOLDEN.sse", help="compare with a golden file; exit 1 with a diff"
+    )
+    replay.add_argument("--update", action="store_true", help="with --check: rewrite the golden")
+    replay.set_defaults(func=cmd_replay)

@@ -10,11 +10,11 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from chunkbridge.gateway.app import GatewayState
 from chunkbridge.gateway.config import GatewayConfig
-from chunkbridge.gateway.driver import TurnDriver
-from chunkbridge.gateway.recordings import RecordingWriter
+from chunkbridge.gateway.devtools.recordings import RecordingWriter
+from chunkbridge.gateway.service import Gateway
 from chunkbridge.gateway.transports.base import Upstream
+from chunkbridge.gateway.turn.driver import TurnDriver
 from chunkbridge.kit import TranslatorOptions, TurnInput
 from chunkbridge.protocol_specs.chat_request import ChatRequest
 from chunkbridge.translators.core.turn import Turn
@@ -63,7 +63,7 @@ async def record(
     ``mock-upstream --timing recorded`` can replay them.
     """
     config = config.model_copy(update={"total_timeout": max_seconds, "flush_interval": 0})
-    state = GatewayState(config)
+    gateway = Gateway(config)
     request = ChatRequest.model_validate(
         {
             "id": "rec",
@@ -71,15 +71,15 @@ async def record(
         }
     )
     turn_input = TurnInput(
-        request, session_id, "rec-run", state.dialect_settings, config.history.value
+        request, session_id, "rec-run", gateway.dialect_settings, config.history.value
     )
     try:
-        upstream = await state.connector.open(turn_input, {})
-        options = TranslatorOptions(settings=state.dialect_settings)
-        turn = Turn(state.dialect.translator(options))
+        upstream = await gateway.connector.open(turn_input, {})
+        options = TranslatorOptions(settings=gateway.dialect_settings)
+        turn = Turn(gateway.dialect.translator(options))
         with RecordingWriter(output) as writer:
             tap = _Tap(upstream, writer)
-            driver = TurnDriver(tap, turn, state.driver_settings)
+            driver = TurnDriver(tap, turn, gateway.driver_settings)
 
             async def discard(body: bytes) -> None:
                 pass
@@ -90,4 +90,4 @@ async def record(
                 await tap.aclose(abort=driver.abandoned)
             return writer.count
     finally:
-        await state.connector.aclose()
+        await gateway.connector.aclose()

@@ -1,4 +1,4 @@
-"""The ``redis`` backend of resumable streams: several gateway instances share the chunk logs.
+"""The ``redis`` resume store: several gateway instances share the chunk logs.
 
 Per response, under ``chunkbridge:<session>:<chat>:``:
 
@@ -26,21 +26,17 @@ import contextlib
 import time
 import uuid
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from chunkbridge.gateway.errors import TurnInProgress
+from chunkbridge.gateway.stores import Key, Stoppable
 from chunkbridge.translators.core.sse_codec import DONE_FRAME
 
-if TYPE_CHECKING:
-    from chunkbridge.gateway.streaming import ChatStream
-
 __all__ = ["RedisChunkLog", "RedisResumeStore"]
-
-Key = tuple[str, str]
 _PREFIX = "chunkbridge"
 _STOP_CHANNEL = f"{_PREFIX}:stop"
 #: How long a reader blocks on the stream before it checks the owner's lease, ms.
@@ -98,6 +94,9 @@ class RedisChunkLog:
         self.pending.append(body)
         self.store.schedule(self)
 
+    def finish(self) -> None:
+        self.store.finished(self)
+
     async def close(self) -> None:
         """Everything written, then the end marker; the log expires ``ttl`` after the end."""
         self.done = True
@@ -119,17 +118,20 @@ class RedisChunkLog:
 
 
 class RedisResumeStore:
-    """Chunk logs, stops and the per-session turn rule in Redis (see the module)."""
+    """Chunk logs, stops and the per-session turn rule in Redis (see the module). It closes its
+    ``client`` (:func:`chunkbridge.gateway.stores.redis.open_redis_stores` made it) at the end."""
 
-    def __init__(self, url: str, ttl: float, lease: float, log: Any) -> None:
-        self.redis = aioredis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5)
+    def __init__(self, client: aioredis.Redis, ttl: float, lease: float, log: Any) -> None:
+        self.redis = client
         self.ttl = ttl
         self.lease = lease
         self.log = log
         self.instance = uuid.uuid4().hex[:12]
-        self._running: dict[Key, tuple[ChatStream, RedisChunkLog]] = {}
+        self._running: dict[Key, tuple[Stoppable, RedisChunkLog]] = {}
         self._turns: dict[str, list[str]] = {}
         self._tasks: list[asyncio.Task[None]] = []
+        #: Logs being ended (strong references: a task nobody holds may be collected).
+        self._closing: set[asyncio.Task[None]] = set()
         #: Logs with buffered writes (insertion-ordered), and the flush under way, if any.
         self._dirty: dict[RedisChunkLog, None] = {}
         self._flushing: asyncio.Task[None] | None = None
@@ -143,6 +145,10 @@ class RedisResumeStore:
         ]
 
     async def aclose(self) -> None:
+        if self._closing:  # the ends of the last logs, bounded: Redis may be gone
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(2 * RELEASE_TIMEOUT):
+                    await asyncio.gather(*self._closing, return_exceptions=True)
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -232,9 +238,9 @@ class RedisResumeStore:
                 log.failed = True  # the producers' own clients are not affected
             self.log.warning("resume.redis_write_failed", error=str(exc)[:200])
 
-    def begin(self, key: Key, stream: ChatStream) -> RedisChunkLog:
+    def begin(self, key: Key, turn: Stoppable) -> RedisChunkLog:
         log = RedisChunkLog(self, key)
-        self._running[key] = (stream, log)
+        self._running[key] = (turn, log)
         log.claimed = asyncio.get_running_loop().create_task(self._claim(key))
         return log
 
@@ -246,12 +252,15 @@ class RedisResumeStore:
                 pipe.set(base + ":owner", self.instance, px=int(self.lease * 1000))
                 await pipe.execute()
 
-    def finished(self, key: Key, log: RedisChunkLog) -> None:
-        if self._running.get(key, (None, None))[1] is log:
-            del self._running[key]
-        asyncio.get_running_loop().create_task(log.close())
+    def finished(self, log: RedisChunkLog) -> None:
+        """``log`` ended: its end goes to Redis in the background (a task held until done)."""
+        if self._running.get(log.key, (None, None))[1] is log:
+            del self._running[log.key]
+        task = asyncio.get_running_loop().create_task(log.close())
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
 
-    def running(self, key: Key) -> ChatStream | None:
+    def running(self, key: Key) -> Stoppable | None:
         entry = self._running.get(key)
         return entry[0] if entry is not None else None
 
@@ -294,9 +303,9 @@ class RedisResumeStore:
                     if message.get("type") != "message":
                         continue
                     session, _, chat = message["data"].decode().partition("\x00")
-                    stream = self.running((session, chat))
-                    if stream is not None:
-                        stream.stop()
+                    turn = self.running((session, chat))
+                    if turn is not None:
+                        turn.stop()
             except (RedisError, OSError) as exc:
                 self.log.warning("resume.redis_subscribe_failed", error=str(exc)[:200])
                 await asyncio.sleep(1)

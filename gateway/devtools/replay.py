@@ -1,11 +1,11 @@
 """Replay a recorded upstream session through the turn driver into an SSE body.
 
-The recording (:mod:`chunkbridge.gateway.recordings`) becomes a
+The recording (:mod:`chunkbridge.gateway.devtools.recordings`) becomes a
 :class:`~chunkbridge.gateway.transports.replay. ReplayUpstream` and runs through the same
-:class:`~chunkbridge.gateway.driver.TurnDriver` and :class:`~chunkbridge.translators.core.turn.Turn`
-as a live turn, so a golden file checks the code that serves users. Ids are deterministic (a counter
-per kind), so the output is byte-identical for the same input; the body is what the gateway writes
-after its ``: stream-open`` comment.
+:class:`~chunkbridge.gateway.turn.driver.TurnDriver` and
+:class:`~chunkbridge.translators.core.turn.Turn` as a live turn, so a golden file checks the code
+that serves users. Ids are deterministic (a counter per kind), so the output is byte-identical for
+the same input; the body is what the gateway writes after its ``: stream-open`` comment.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from collections.abc import Coroutine, Iterable
 from pathlib import Path
 from typing import Any
 
-from chunkbridge.gateway.dialects import get_dialect
-from chunkbridge.gateway.driver import REPLAY_SETTINGS, TurnDriver
-from chunkbridge.gateway.recordings import read_frames
+from chunkbridge.gateway.devtools.recordings import read_frames
+from chunkbridge.gateway.registry import get_dialect
 from chunkbridge.gateway.transports.replay import ReplayUpstream
+from chunkbridge.gateway.turn.driver import REPLAY_SETTINGS, TurnDriver
 from chunkbridge.kit import TranslatorOptions, UnknownEventPolicy
 from chunkbridge.translators.core.sse_codec import DONE_FRAME
 from chunkbridge.translators.core.turn import Turn, TurnOptions

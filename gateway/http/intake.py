@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from starlette.responses import PlainTextResponse, Response
 
 from chunkbridge.gateway.errors import BadRequest, GatewayError, PayloadTooLarge, ServiceUnavailable
-from chunkbridge.gateway.state import RETRY_AFTER_DRAINING, SESSION_ID, GatewayState
+from chunkbridge.gateway.service import RETRY_AFTER_DRAINING, SESSION_ID, Gateway
 from chunkbridge.protocol_specs.chat_request import ChatRequest
 
 __all__ = [
@@ -38,9 +38,9 @@ __all__ = [
 ]
 
 
-def check_session(state: GatewayState, session_id: str) -> None:
+def check_session(gateway: Gateway, session_id: str) -> None:
     """What is refused before anything else: a draining gateway, a bad session id."""
-    if state.draining:
+    if gateway.draining:
         raise ServiceUnavailable(RETRY_AFTER_DRAINING, detail="draining")
     if not SESSION_ID.fullmatch(session_id):
         raise BadRequest("The session id is not valid.")
@@ -84,21 +84,21 @@ def parse_chat_request(raw: Any, max_messages: int) -> ChatRequest:
 
 
 def rejected(
-    state: GatewayState, log: Any, exc: Exception, started: float, transport: str = "http"
+    gateway: Gateway, log: Any, exc: Exception, started: float, transport: str = "http"
 ) -> GatewayError:
     """Count and log a refused request; the :class:`GatewayError` to answer with (a bug of
     ours becomes a generic 500, its detail logged with the traceback)."""
     duration_ms = round((time.monotonic() - started) * 1000, 1)
     if not isinstance(exc, GatewayError):
-        state.metrics.internal_errors.inc()
+        gateway.metrics.internal_errors.inc()
         log.error(
             "request.failed", status=500, transport=transport, duration_ms=duration_ms, exc_info=exc
         )
         exc = GatewayError(detail=f"{type(exc).__name__}: {exc}")
     status = exc.status_hint
-    state.metrics.requests.labels(str(status)).inc()
+    gateway.metrics.requests.labels(str(status)).inc()
     if status >= 502:
-        state.metrics.upstream_errors.labels(type(exc).__name__).inc()
+        gateway.metrics.upstream_errors.labels(type(exc).__name__).inc()
     log.info(
         "request.rejected",
         status=status,

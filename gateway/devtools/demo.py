@@ -9,13 +9,17 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from chunkbridge.gateway.upstreams import DemoHttpUpstream, DemoUpstream
+from chunkbridge.gateway.devtools.upstreams import DemoHttpUpstream, DemoUpstream
 
 __all__ = ["demo_routes"]
 
 
 def demo_routes(upstream: DemoUpstream | DemoHttpUpstream, dialect: str) -> list[Route]:
-    page = files("chunkbridge.gateway").joinpath("static/demo.html").read_text(encoding="utf-8")
+    page = (
+        files("chunkbridge.gateway.devtools")
+        .joinpath("static/demo.html")
+        .read_text(encoding="utf-8")
+    )
     page = page.replace("{{dialect}}", html.escape(dialect))
 
     async def index(request: Request) -> Response:

@@ -26,12 +26,11 @@ from typing import Any
 import orjson
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from chunkbridge.gateway.auth import authenticate
 from chunkbridge.gateway.errors import BadRequest, GatewayError
-from chunkbridge.gateway.intake import check_session, check_size, parse_chat_request, rejected
-from chunkbridge.gateway.state import SESSION_ID, GatewayState
-from chunkbridge.gateway.streaming import ChatStream
-from chunkbridge.gateway.turns import open_turn
+from chunkbridge.gateway.http.auth import authenticate
+from chunkbridge.gateway.http.intake import check_session, check_size, parse_chat_request, rejected
+from chunkbridge.gateway.service import SESSION_ID, Gateway
+from chunkbridge.gateway.turn.run import TurnRun
 from chunkbridge.translators.core.sse_codec import DONE_FRAME
 
 __all__ = ["chat_socket"]
@@ -58,27 +57,27 @@ def _token(websocket: WebSocket) -> tuple[str | None, str | None]:
 class _Request:
     """One multiplexed request: its frames' sequence numbers and its task."""
 
-    __slots__ = ("request_id", "sequence", "task", "stream")
+    __slots__ = ("request_id", "sequence", "task", "run")
 
     def __init__(self, request_id: str) -> None:
         self.request_id = request_id
         self.sequence = 0
         self.task: asyncio.Task[None] | None = None
-        self.stream: ChatStream | None = None
+        self.run: TurnRun | None = None
 
 
 class _Connection:
     def __init__(
-        self, websocket: WebSocket, state: GatewayState, session_id: str, forward: dict[str, str]
+        self, websocket: WebSocket, gateway: Gateway, session_id: str, forward: dict[str, str]
     ) -> None:
         self.websocket = websocket
-        self.state = state
+        self.gateway = gateway
         self.session_id = session_id
         self.forward = forward
         self.requests: dict[str, _Request] = {}
         self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._send_lock = asyncio.Lock()
-        self.log = state.log.bind(session_id=session_id[:128], transport="websocket")
+        self.log = gateway.log.bind(session_id=session_id[:128], transport="websocket")
 
     async def send(self, frame: bytes) -> None:
         async with self._send_lock:  # frames of several requests interleave, never mix
@@ -141,21 +140,21 @@ class _Connection:
 
     def abort(self, request_id: str) -> None:
         request = self.requests.get(request_id)
-        if request is not None and request.stream is not None:
-            request.stream.stop()  # the turn ends as a client abort would
+        if request is not None and request.run is not None:
+            request.run.stop()  # the turn ends as a client abort would
         elif request is not None and request.task is not None:
             request.task.cancel()  # a resume: stop following
 
     async def start(self, request: _Request, frame: dict[str, Any], size: int) -> None:
-        """A ``send``: the POST's intake (:mod:`chunkbridge.gateway.intake`: the same checks,
+        """A ``send``: the POST's intake (:mod:`chunkbridge.gateway.http.intake`: the same checks,
         messages,
         metrics and log lines), then the same turn."""
-        state = self.state
+        gateway = self.gateway
         started = time.monotonic()
-        log = self.log.bind(request_id=request.request_id, dialect=state.dialect.name)
+        log = self.log.bind(request_id=request.request_id, dialect=gateway.dialect.name)
         try:
-            check_session(state, self.session_id)
-            check_size(size, state.config.max_body_bytes)
+            check_session(gateway, self.session_id)
+            check_size(size, gateway.config.max_body_bytes)
             given = frame.get("body")
             body: dict[str, Any] = given if isinstance(given, dict) else {}
             raw = {
@@ -166,35 +165,35 @@ class _Connection:
             }
             if frame.get("messageId") is not None:
                 raw["messageId"] = frame["messageId"]
-            chat_request = parse_chat_request(raw, state.config.max_messages)
-            stream = await open_turn(
-                state, chat_request, self.session_id, self.forward, request.request_id, started, log
+            chat_request = parse_chat_request(raw, gateway.config.max_messages)
+            run = await gateway.open_turn(
+                chat_request, self.session_id, self.forward, request.request_id, started, log
             )
         except Exception as exc:
-            error = rejected(state, log, exc, started, transport="websocket")
+            error = rejected(gateway, log, exc, started, transport="websocket")
             with contextlib.suppress(Exception):
                 await self.control("error", request.request_id, errorText=error.client_message)
             return
-        request.stream = stream
+        request.run = run
         try:
             await self.control("start", request.request_id)
-            # shielded: the pump cancels what it waited on, and the socket's close is shared
-            if await stream.pump(stream.tee(self.writer(request)), asyncio.shield(self.closed)):
-                await stream.turn_over()
+            # shielded: the race cancels what it waited on, and the socket's close is shared
+            if await run.deliver(self.writer(request), asyncio.shield(self.closed)):
                 await self.control("end", request.request_id)
         except Exception:  # the socket went away while writing
-            stream.client_disconnected = True
+            run.client_disconnected = True
         finally:
-            request.stream = None
-            await stream.end()
+            request.run = None
+            await run.end()
 
     async def resume(self, request: _Request, frame: dict[str, Any]) -> None:
-        state = self.state
+        gateway = self.gateway
         chat_id = frame.get("id")
         with contextlib.suppress(Exception):
             bodies = None
-            if state.resume is not None and isinstance(chat_id, str):
-                bodies = await state.resume.reader((self.session_id, chat_id))
+            resume = gateway.stores.resume
+            if resume is not None and isinstance(chat_id, str):
+                bodies = await resume.reader((self.session_id, chat_id))
             if bodies is None:
                 await self.control("no-active", request.request_id)
                 return
@@ -206,16 +205,16 @@ class _Connection:
 
 
 async def chat_socket(websocket: WebSocket) -> None:
-    state: GatewayState = websocket.app.state.gateway
+    gateway: Gateway = websocket.app.state.gateway
     session_id = websocket.path_params["session_id"]
     authorization, subprotocol = _token(websocket)
     try:
         if not SESSION_ID.fullmatch(session_id):
             raise BadRequest("The session id is not valid.")
-        forward = authenticate(state.config, authorization, session_id)
+        forward = authenticate(gateway.config, authorization, session_id)
     except GatewayError as exc:
-        state.log.info("socket.rejected", error=type(exc).__name__, status=exc.status_hint)
+        gateway.log.info("socket.rejected", error=type(exc).__name__, status=exc.status_hint)
         await websocket.close(1008, exc.client_message[:120])
         return
     await websocket.accept(subprotocol=subprotocol)
-    await _Connection(websocket, state, session_id, forward).run()
+    await _Connection(websocket, gateway, session_id, forward).run()

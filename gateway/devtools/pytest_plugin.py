@@ -7,7 +7,7 @@ Installed with chunkbridge, so a backend team can test its own recordings::
 
 ``--update-goldens`` rewrites the golden files instead of comparing. The golden sits next to the
 recording (same stem, ``.sse``) unless a path is given. The replay runs through the gateway's own
-turn driver (:mod:`chunkbridge.gateway.replay`), in sync and async tests alike.
+turn driver (:mod:`chunkbridge.gateway.devtools.replay`), in sync and async tests alike.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ GoldenCheck = Callable[..., bytes]
 @pytest.fixture
 def chunkbridge_golden(request: pytest.FixtureRequest) -> GoldenCheck:
     """``check(dialect, recording, golden=None, target=5) -> bytes``: replay and compare."""
-    from chunkbridge.gateway.replay import golden_diff, replay_file
+    from chunkbridge.gateway.devtools.replay import golden_diff, replay_file
 
     update = bool(request.config.getoption("--update-goldens"))
 

@@ -1,0 +1,183 @@
+"""The gateway of one app: its configuration, dialect, connector, stores and metrics, the turns
+it runs, and the opening of a turn (which the HTTP POST and the WebSocket ``send`` share)."""
+
+from __future__ import annotations
+
+import functools
+import re
+import uuid
+from typing import Any
+
+from pydantic import ValidationError
+
+from chunkbridge.gateway.config import ConfigError, GatewayConfig
+from chunkbridge.gateway.errors import BadRequest, GatewayError
+from chunkbridge.gateway.logging import get_logger
+from chunkbridge.gateway.metrics import Metrics
+from chunkbridge.gateway.registry import UnknownDialect, get_dialect, registry
+from chunkbridge.gateway.stores import open_stores
+from chunkbridge.gateway.transports.connectors import Connector, connector_for
+from chunkbridge.gateway.turn.answers import QuestionAnswer, claim_answers, issue_approval
+from chunkbridge.gateway.turn.driver import DriverSettings, TurnDriver
+from chunkbridge.gateway.turn.run import OpenTurns, TurnRun
+from chunkbridge.kit import (
+    Dialect,
+    RequestRejected,
+    TranslatorOptions,
+    TurnInput,
+    UnknownEventPolicy,
+)
+from chunkbridge.protocol_specs.chat_request import ChatRequest
+from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL, approval_signature
+from chunkbridge.translators.core.turn import Turn, TurnOptions
+
+__all__ = ["RETRY_AFTER_DRAINING", "SESSION_ID", "Gateway"]
+
+SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@~-]{0,127}")
+#: ``Retry-After`` of the 503 a draining gateway answers, in seconds.
+RETRY_AFTER_DRAINING = 5
+
+
+class Gateway:
+    """One app's gateway. The stores are opened once; :meth:`configure` may change the rest
+    (the demo points it at its own upstream once that listens)."""
+
+    def __init__(self, config: GatewayConfig) -> None:
+        self.metrics = Metrics()
+        self.turns = OpenTurns()
+        self.draining = False
+        self.log = get_logger("chunkbridge.gateway")
+        self.stores = open_stores(config, self.log)
+        self.configure(config)
+
+    def configure(self, config: GatewayConfig) -> None:
+        """Use ``config`` for the next turns. Raises :class:`ConfigError` when the dialect is
+        unknown, its settings are invalid, or it does not speak the upstream URL's transport."""
+        if config.dialect is None:
+            names = ", ".join(registry().dialects) or "none registered"
+            raise ConfigError(f"no dialect: set one with --dialect NAME (available: {names})")
+        try:
+            dialect = get_dialect(config.dialect)
+        except UnknownDialect as exc:
+            raise ConfigError(str(exc)) from exc
+        raw = config.dialect_settings.get(dialect.name, {})
+        try:
+            settings = dialect.settings.model_validate(raw)
+        except ValidationError as exc:
+            raise ConfigError(f"invalid settings for dialect {dialect.name}: {exc}") from exc
+        self.config = config
+        self.dialect: Dialect = dialect
+        self.dialect_settings = settings
+        self.connector: Connector = connector_for(dialect, config)
+        self.driver_settings = DriverSettings(
+            first_event_timeout=config.first_event_timeout,
+            idle_timeout=config.idle_timeout,
+            total_timeout=config.total_timeout,
+            keepalive_interval=config.keepalive_interval,
+            flush_interval=config.flush_interval,
+            question_settle=config.question_settle,
+        )
+        #: The same for every turn (one object, not one per turn).
+        self.translator_options = TranslatorOptions(
+            unknown_events=UnknownEventPolicy(config.unknown_events),
+            dynamic_tools=config.dynamic_tools,
+            settings=settings,
+        )
+
+    async def start(self) -> None:
+        await self.stores.start()
+
+    async def aclose(self) -> None:
+        """Drain the open turns (each ends validly; up to ``drain_timeout``), then close."""
+        await self.drain(self.config.drain_timeout)
+        await self.connector.aclose()
+        await self.stores.aclose()
+
+    async def drain(self, grace: float) -> None:
+        self.draining = True
+        await self.turns.drain(grace)
+
+    async def open_turn(
+        self,
+        chat_request: ChatRequest,
+        session_id: str,
+        forward: dict[str, str],
+        request_id: str,
+        started: float,
+        log: Any,
+    ) -> TurnRun:
+        """Start one turn upstream: the session's turn held, the answers in the request
+        checked and claimed, the upstream opened. Raises before anything is streamed (the
+        caller answers the error); the :class:`TurnRun` it returns owns the turn from here."""
+        config, metrics = self.config, self.metrics
+        approvals = self.stores.approvals
+        self.turns.hold(session_id, config.max_turns_per_session)
+        resume = self.stores.resume if chat_request.id else None  # no chat id: not resumable
+        member = ""
+        try:
+            if resume is not None:  # the rule across instances (redis); a no-op in one process
+                member = await resume.acquire_turn(session_id, config.max_turns_per_session)
+            run_id = uuid.uuid4().hex
+            turn_input = TurnInput(
+                chat_request, session_id, run_id, self.dialect_settings, config.history.value
+            )
+            try:
+                answers = turn_input.approval_answers
+                questions = [
+                    QuestionAnswer(call.tool_call_id)
+                    for call in turn_input.answered_calls()
+                    if call.tool_name == QUESTION_TOOL
+                ]
+                # the first request with an answer wins; the upstream hears only checked ones
+                try:
+                    await claim_answers(
+                        approvals, session_id, answers, questions, config.approval_secret
+                    )
+                except GatewayError:
+                    metrics.approvals.labels("refused").inc(len(answers))
+                    raise
+                try:
+                    upstream = await self.connector.open(turn_input, forward)
+                except BaseException:
+                    if answers or questions:  # it never heard of them: they may come again
+                        await approvals.release(session_id, [*answers, *questions])
+                    raise
+            except RequestRejected as exc:
+                raise BadRequest(exc.client_message) from exc
+            for answer in answers:  # delivered
+                metrics.approvals.labels("approved" if answer.approved else "denied").inc()
+        except BaseException:
+            self.turns.free(session_id)
+            if resume is not None:
+                await resume.release_turn(session_id, member)
+            raise
+
+        secret = config.approval_secret
+        turn = Turn(
+            self.dialect.translator(self.translator_options),
+            TurnOptions(
+                target=config.target,
+                message_id=chat_request.response_message_id() or f"msg_{run_id[:24]}",
+                mask_errors=config.mask_errors,
+                known_tools=turn_input.known_tool_calls(),
+                denied_calls=[a.tool_call_id for a in answers if not a.approved],
+                sign_approval=functools.partial(approval_signature, secret) if secret else None,
+                on_approval=functools.partial(issue_approval, approvals, metrics, session_id),
+            ),
+        )
+        driver = TurnDriver(upstream, turn, self.driver_settings, started=started, counters=metrics)
+        metrics.requests.labels("200").inc()
+        metrics.active_streams.inc()
+        return TurnRun(
+            driver,
+            key=(session_id, chat_request.id),
+            request_id=request_id,
+            on_disconnect=config.on_disconnect,
+            turns=self.turns,
+            approvals=approvals,
+            resume=resume,
+            member=member,
+            metrics=metrics,
+            log=log,
+            started=started,
+        )

@@ -1,0 +1,283 @@
+"""One turn from its opening to its end, whatever carries it: the one owner of what it holds.
+
+A :class:`TurnRun` is made by :meth:`chunkbridge.gateway.service.Gateway.open_turn` once the
+upstream answered, and delivered by an entrance — the SSE response of the HTTP POST
+(:mod:`chunkbridge.gateway.http.sse`) or a request of the WebSocket transport
+(:mod:`chunkbridge.gateway.http.chat_socket`) — with the same three calls: :meth:`TurnRun.deliver`
+(the driver writes through the entrance's writer until the turn is over or the client is gone),
+the entrance's own ending (``[DONE]``, an ``end`` frame), then :meth:`TurnRun.end`. Everything
+else happens here: the chunk log of resumable streams (a tee on the writer), stops, detaching,
+freeing the session's turn, the upstream's close and the one log line per turn.
+
+The session's turn is freed the moment the turn is over for the client — before its last bytes
+go out — so a continuation sent the instant the stream ends (an app's
+``sendAutomaticallyWhen``) is never refused with 409; closing the upstream goes on after that
+and cannot touch the next turn: no abort frame goes to an upstream whose turn completed. A turn
+the gateway abandons (a stop, a timeout, a client gone) frees it only once its abort frame is
+written, so that frame cannot reach a next turn's agent first.
+
+A client that goes away with resume on detaches the turn: the upstream runs to its end into the
+log, nobody reading. Otherwise ``on_disconnect`` says: ``abort`` (the abort frame goes upstream)
+or ``detach``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections import Counter
+from collections.abc import Awaitable, Coroutine
+from typing import Any
+
+from chunkbridge.gateway.errors import TurnInProgress
+from chunkbridge.gateway.metrics import Metrics
+from chunkbridge.gateway.stores import ApprovalLedger, Key, ResumeLog, ResumeStore
+from chunkbridge.gateway.turn.answers import issued_question
+from chunkbridge.gateway.turn.driver import TurnDriver, Write
+from chunkbridge.translators.core.closing import CloseReason, CloseRequest
+from chunkbridge.translators.core.sse_codec import DONE_FRAME
+
+__all__ = ["OpenTurns", "TurnRun", "until_first"]
+
+_SHUTDOWN = CloseRequest(CloseReason.SHUTDOWN)
+_ABORTED = CloseRequest(CloseReason.ABORTED)
+
+
+async def until_first(work: Coroutine[Any, Any, None], gone: Awaitable[Any]) -> bool:
+    """Run ``work`` until it ends (``True``; its exception is raised) or ``gone`` completes first
+    (``False``: ``work`` is cancelled and waited for). The disconnect race of every streamed
+    response: under uvicorn, waiting for ``http.disconnect`` is the only way to notice a client
+    that went away."""
+    task = asyncio.create_task(work)
+    listener = asyncio.ensure_future(gone)
+    done, _ = await asyncio.wait({task, listener}, return_when=asyncio.FIRST_COMPLETED)
+    if task in done:
+        listener.cancel()
+        task.result()
+        return True
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await task
+    return False
+
+
+class OpenTurns:
+    """The turns an app runs: a count per session (the limit a new turn checks) and the runs
+    themselves (what a drain ends)."""
+
+    def __init__(self) -> None:
+        self.sessions: Counter[str] = Counter()
+        self.runs: set[TurnRun] = set()
+        self._ended = asyncio.Event()
+
+    def hold(self, session_id: str, limit: int) -> None:
+        if self.sessions[session_id] >= limit:
+            raise TurnInProgress(detail=f"{self.sessions[session_id]} active")
+        self.sessions[session_id] += 1
+
+    def free(self, session_id: str) -> None:
+        self.sessions[session_id] -= 1
+        if self.sessions[session_id] <= 0:
+            del self.sessions[session_id]
+
+    def ended(self, run: TurnRun) -> None:
+        self.runs.discard(run)
+        self._ended.set()
+
+    async def drain(self, grace: float) -> None:
+        """End every open turn with a valid ending; wait up to ``grace`` seconds for them."""
+        for run in list(self.runs):
+            run.shutdown()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(grace):
+                while self.runs:
+                    self._ended.clear()
+                    await self._ended.wait()
+
+
+class TurnRun:
+    """One opened turn (see the module). ``resume`` is the store when this turn is resumable
+    (resume on and the request has a chat id), ``member`` its hold on the session there."""
+
+    def __init__(
+        self,
+        driver: TurnDriver,
+        *,
+        key: Key,
+        request_id: str,
+        on_disconnect: str,
+        turns: OpenTurns,
+        approvals: ApprovalLedger,
+        resume: ResumeStore | None,
+        member: str,
+        metrics: Metrics,
+        log: Any,
+        started: float,
+    ) -> None:
+        self.driver = driver
+        self.key = key
+        self.request_id = request_id
+        # with resume on, a client that goes away detaches: the turn runs on into its log
+        self.on_disconnect = "detach" if resume is not None else on_disconnect
+        self.client_disconnected = False
+        #: The background task of a detached turn (a strong reference keeps it alive).
+        self.detached_task: asyncio.Task[None] | None = None
+        self._turns = turns
+        self._approvals = approvals
+        self._resume = resume
+        self._member = member
+        self._metrics = metrics
+        self._log = log
+        self._started = started
+        self._held = True
+        #: With resume on: every body written also goes here, for readers that (re)join.
+        self.chunk_log: ResumeLog | None = resume.begin(key, self) if resume is not None else None
+        turns.runs.add(self)
+
+    # -- delivering ----------------------------------------------------------------------------
+
+    async def deliver(self, write: Write, gone: Awaitable[Any]) -> bool:
+        """Run the turn through ``write`` until it is over for the client (``True``: the session
+        is free unless the upstream must hear the abort frame first) or ``gone`` completes
+        first (``False``: the client went away)."""
+        if not await until_first(self.driver.run(self._tee(write)), gone):
+            self.client_disconnected = True
+            return False
+        if self.chunk_log is not None:
+            self.chunk_log.append(DONE_FRAME)
+        if not self._must_abort:
+            await self._free()
+        return True
+
+    def count_done_frame(self) -> None:
+        """The entrance wrote the ``[DONE]`` line itself (it is in the turn's byte count)."""
+        self.driver.bytes_out += len(DONE_FRAME)
+        self.driver.counters.chunks_out += 1
+
+    def shutdown(self) -> None:
+        """End the turn now (a drain): the client gets a valid ending, the upstream the abort
+        frame."""
+        self.driver.stop(_SHUTDOWN)
+
+    def stop(self) -> bool:
+        """End the turn as a client abort would (a stop request, the socket's ``abort``
+        frame); ``False`` when it had already ended."""
+        if self.driver.turn.done:
+            return False
+        self.driver.stop(_ABORTED)
+        return True
+
+    def _tee(self, write: Write) -> Write:
+        """``write`` that also puts what it writes into the chunk log, if there is one."""
+        log = self.chunk_log
+        if log is None:
+            return write
+
+        def both(body: bytes) -> Awaitable[None]:
+            if body[:1] != b":":  # keep-alive comments are not content
+                log.append(body)
+            return write(body)
+
+        return both
+
+    @property
+    def _must_abort(self) -> bool:
+        """The upstream must hear the abort frame: the gateway ended the turn itself, or our
+        own bug did."""
+        driver = self.driver
+        return driver.abandoned or driver.turn.internal_error is not None
+
+    # -- ending --------------------------------------------------------------------------------
+
+    async def end(self) -> None:
+        """After the delivery: detach (the client is gone and the turn goes on), or close the
+        upstream; then free the session and write the log line."""
+        driver = self.driver
+        gone = self.client_disconnected and not driver.turn.done
+        if gone and self.on_disconnect == "detach":
+            self.detached_task = asyncio.create_task(self._run_detached())
+            return
+        if gone:
+            driver.turn.close(_ABORTED)
+            driver.abandoned = True
+        try:
+            await driver.upstream.aclose(abort=self._must_abort)
+        finally:
+            await self._free()
+            self._ended()
+
+    async def _run_detached(self) -> None:
+        driver = self.driver
+        try:
+            await driver.run(self._tee(_discard))  # nobody reads: into the log only
+            if self.chunk_log is not None:
+                self.chunk_log.append(DONE_FRAME)
+        finally:
+            await driver.upstream.aclose(abort=driver.abandoned)
+            await self._free()
+            self._ended()
+
+    async def _free(self) -> None:
+        """Free the session's turn (once); the questions the agent waits on become answerable
+        first (once each)."""
+        if not self._held:
+            return
+        self._held = False
+        turn = self.driver.turn
+        session_id = self.key[0]
+        if not self.driver.abandoned and turn.close_reason is CloseReason.COMPLETED:
+            for question_id in turn.open_questions:
+                self._approvals.issue(session_id, issued_question(question_id))
+        self._turns.free(session_id)
+        if self._resume is not None:
+            await self._resume.release_turn(session_id, self._member)
+
+    def _ended(self) -> None:
+        if self.chunk_log is not None:
+            self.chunk_log.finish()
+        self._turns.ended(self)
+        self._log_end()
+
+    def _log_end(self) -> None:
+        """The turn's metrics and its one ``stream.end`` line."""
+        driver, metrics = self.driver, self._metrics
+        turn = driver.turn
+        report = turn.report()
+        duration = time.monotonic() - self._started
+        metrics.active_streams.dec()
+        metrics.stream_duration.observe(duration)
+        metrics.stream_outcomes.labels(report["close_reason"]).inc()
+        metrics.unknown_events.inc(report["unknown_events"])
+        error = None
+        if driver.upstream_error is not None:
+            metrics.upstream_errors.labels(type(driver.upstream_error).__name__).inc()
+            error = str(driver.upstream_error)
+        if turn.internal_error is not None:
+            metrics.internal_errors.inc()
+            error = f"{type(turn.internal_error).__name__}: {turn.internal_error}"[:500]
+            self._log.error("turn.internal_error", exc_info=turn.internal_error)
+        if driver.first_write_at is not None:
+            metrics.time_to_first_chunk.observe(driver.first_write_at - self._started)
+        self._log.info(
+            "stream.end",
+            status=200,
+            close_reason=report["close_reason"],
+            finish_reason=report["finish_reason"],
+            timeout=driver.timeout.value if driver.timeout is not None else None,
+            duration_ms=round(duration * 1000, 1),
+            upstream_events=report["upstream_events"],
+            chunks=driver.events_out,
+            bytes=driver.bytes_out,
+            unknown_events=report["unknown_events"],
+            malformed_events=report["malformed_events"],
+            guard_repairs=report["guard_repairs"],
+            conversions=report["conversions"],
+            approvals_requested=report["approvals_requested"],
+            client_disconnected=self.client_disconnected,
+            error=error,
+        )
+
+
+async def _discard(body: bytes) -> None:
+    pass

@@ -90,9 +90,11 @@ class GatewayConfig(BaseModel):
         "drop (counted), error (end the turn)",
     )
     dynamic_tools: bool = Field(False, description="send backend tools as dynamic-tool parts")
-    history: HistoryMode = Field(
-        HistoryMode.LATEST,
-        description="send the latest user message, or (full) also the whole history",
+    history: HistoryMode | None = Field(
+        None,
+        description="what the upstream gets of the conversation: latest (the newest user "
+        "message: it keeps the history) or full (the whole UIMessage history each turn); "
+        "default: the dialect's (full for ag-ui, latest for the others)",
     )
 
     auth: AuthMode = Field(AuthMode.NONE, description="client authentication")

@@ -68,6 +68,8 @@ class Gateway:
         self.config = config
         self.dialect: Dialect = dialect
         self.dialect_settings = settings
+        #: What the upstream gets of the conversation: the deployment's choice, or the dialect's.
+        self.history = config.history.value if config.history else dialect.history
         self.connector: Connector = connector_for(dialect, config)
         self.driver_settings = DriverSettings(
             first_event_timeout=config.first_event_timeout,
@@ -119,7 +121,7 @@ class Gateway:
                 member = await resume.acquire_turn(session_id, config.max_turns_per_session)
             run_id = uuid.uuid4().hex
             turn_input = TurnInput(
-                chat_request, session_id, run_id, self.dialect_settings, config.history.value
+                chat_request, session_id, run_id, self.dialect_settings, self.history
             )
             try:
                 answers = turn_input.approval_answers

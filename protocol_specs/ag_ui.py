@@ -8,7 +8,7 @@ TanStack AI (``shared/specs/ecosystem-notes.md`` §2). Over HTTP the client POST
 is one frame. One request is one run: ``RUN_STARTED`` … ``RUN_FINISHED`` or ``RUN_ERROR``. Every
 event may carry ``timestamp``, ``rawEvent`` and ``metadata`` (ignored here).
 
-Mapping (translator: ``translators/dialects/ag_ui.py``), decisions and reasons:
+Mapping (translator: ``translators/dialects/ag_ui/``), decisions and reasons:
 
 =====================================  ===========================================================
 upstream                               UI chunks
@@ -66,16 +66,16 @@ CHUNK``, legacy ``THINKING_*``         VALUE`` rides in the part's ``providerMet
 other event types                      the unknown-event policy (``data-<type>``)
 =====================================  ===========================================================
 
-Requests (:func:`messages_from_ui`): AG-UI agents are mostly stateless (the client sends the
-thread each run), so the whole ``UIMessage`` history goes in ``messages`` by default (the
-dialect's ``messages = "latest"`` sends only the newest user message, for agents that keep the
+Requests (``request.py`` of the dialect): AG-UI agents are mostly stateless (the client sends
+the thread each run), so the whole ``UIMessage`` history goes in ``messages`` by default (the
+gateway's ``history = "latest"`` sends only the newest user message, for agents that keep the
 thread themselves). User text and files (image / audio / video / document parts with a ``data``
 source for data URLs or a ``url`` source), assistant text with ``toolCalls``, a ``tool`` message
 per answered call (errors in ``error``), reasoning as ``reasoning`` messages.
 
-A continuation (the app answered interrupts) is a new run whose ``resume`` holds the answers
-(:func:`resume_entries`), with the history as usual (``messages = "latest"``: the newest user
-message); the ``ask_user`` parts that stood for interrupts are left out of ``messages``.
+A continuation (the app answered interrupts) is a new run whose ``resume`` holds the answers, with
+the history as usual (``history = "latest"``: the newest user message); the ``ask_user`` parts that
+stood for interrupts are left out of ``messages``.
 """
 
 from __future__ import annotations
@@ -84,9 +84,10 @@ from typing import Any, Final
 
 import orjson
 
-from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL
-
-__all__ = ["LEGACY_THINKING", "messages_from_ui", "tool_output"]
+__all__ = [
+    "LEGACY_THINKING",
+    "tool_output",
+]
 
 #: 0.x event names that 1.0 renamed to ``REASONING_*`` (``@ag-ui/client`` 1.0 still rewrites them
 #: with a warning); each maps to the 1.0 handler.
@@ -108,134 +109,3 @@ def tool_output(content: Any) -> Any:
         except orjson.JSONDecodeError:
             return content
     return content
-
-
-_MEDIA_KINDS = (("image/", "image"), ("audio/", "audio"), ("video/", "video"))
-
-
-def _file_part(media_type: str, url: str) -> dict[str, Any]:
-    kind = next((k for prefix, k in _MEDIA_KINDS if media_type.startswith(prefix)), "document")
-    if url.startswith("data:"):
-        header, _, payload = url[5:].partition(",")
-        source = {"type": "data", "value": payload, "mimeType": header.split(";")[0] or media_type}
-    else:
-        source = {"type": "url", "value": url, "mimeType": media_type}
-    return {"type": kind, "source": source}
-
-
-def _user(message: Any) -> dict[str, Any]:
-    parts: list[dict[str, Any]] = []
-    for part in message.parts:
-        kind = getattr(part, "type", None)
-        if kind == "text" and part.text:
-            parts.append({"type": "text", "text": part.text})
-        elif kind == "file":
-            parts.append(_file_part(part.mediaType, part.url))
-    content: Any = parts
-    if all(p["type"] == "text" for p in parts):
-        content = "\n\n".join(p["text"] for p in parts)
-    return {"id": message.id or "user", "role": "user", "content": content}
-
-
-def _assistant(
-    message: Any, step_index: int, parts: list[Any], resumed: frozenset[str] = frozenset()
-) -> list[dict[str, Any]]:
-    base_id = f"{message.id or 'assistant'}" + (f"-{step_index}" if step_index else "")
-    out: list[dict[str, Any]] = []
-    texts: list[str] = []
-    calls: list[dict[str, Any]] = []
-    results: list[dict[str, Any]] = []
-    for part in parts:
-        kind = getattr(part, "type", None)
-        if kind == "text" and part.text:
-            texts.append(part.text)
-        elif kind == "reasoning" and part.text:
-            out.append(
-                {"id": f"{base_id}-reasoning-{len(out)}", "role": "reasoning", "content": part.text}
-            )
-        elif hasattr(part, "toolCallId") and part.toolCallId in resumed:
-            # the call an interrupt stopped at: the run resumes it (``resume``), no result yet
-            arguments = orjson.dumps(part.input if part.input is not None else {}).decode()
-            function = {"name": part.tool_name, "arguments": arguments}
-            calls.append({"id": part.toolCallId, "type": "function", "function": function})
-        elif hasattr(part, "toolCallId") and part.state in (
-            "output-available",
-            "output-error",
-            "output-denied",
-        ):
-            arguments = orjson.dumps(part.input if part.input is not None else {}).decode()
-            calls.append(
-                {
-                    "id": part.toolCallId,
-                    "type": "function",
-                    "function": {"name": part.tool_name, "arguments": arguments},
-                }
-            )
-            result: dict[str, Any] = {
-                "id": f"{part.toolCallId}-result",
-                "role": "tool",
-                "toolCallId": part.toolCallId,
-            }
-            if part.state == "output-available":
-                output = part.output
-                result["content"] = (
-                    output if isinstance(output, str) else orjson.dumps(output).decode()
-                )
-            else:
-                result["content"] = ""
-                result["error"] = part.errorText or "The user denied this tool call."
-            results.append(result)
-    if texts or calls:
-        assistant: dict[str, Any] = {"id": base_id, "role": "assistant"}
-        if texts:
-            assistant["content"] = "".join(texts)
-        if calls:
-            assistant["toolCalls"] = calls
-        out.append(assistant)
-    return out + results
-
-
-def messages_from_ui(
-    messages: list[Any], steps: Any, latest_only: bool, resumed: frozenset[str] = frozenset()
-) -> list[dict[str, Any]]:
-    """``UIMessage`` history → AG-UI ``messages`` (see the module docstring); ``steps(message)``
-    cuts an assistant message at ``step-start``; ``resumed``: the tool calls whose approval this
-    run resumes (sent as calls without a result)."""
-    if latest_only:
-        users = [m for m in messages if m.role == "user"]
-        return [_user(users[-1])] if users else []
-    out: list[dict[str, Any]] = []
-    for message in messages:
-        if message.role == "user":
-            out.append(_user(message))
-        elif message.role == "system":
-            out.append({"id": message.id or "system", "role": "system", "content": message.text()})
-        else:
-            # ask_user parts are the gateway's form of the agent's interrupts: answered by
-            # ``resume``, never part of the agent's thread.
-            parts = [p for p in message.parts if getattr(p, "tool_name", None) != QUESTION_TOOL]
-            if len(parts) != len(message.parts):
-                message = message.model_copy(update={"parts": parts})
-            for index, step in enumerate(steps(message)):
-                out.extend(_assistant(message, index, step, resumed))
-    return out
-
-
-def resume_entries(
-    questions: list[tuple[str, Any, bool]], approvals: list[tuple[str, bool, str | None]]
-) -> list[dict[str, Any]]:
-    """``RunAgentInput.resume``: the app's answers to the run's interrupts. A question answered
-    → ``resolved`` with the answer as ``payload``; declined (an error output) → ``cancelled``;
-    an approval → ``resolved`` with ``{approved, reason?}``."""
-    out: list[dict[str, Any]] = []
-    for interrupt_id, answer, declined in questions:
-        if declined:
-            out.append({"interruptId": interrupt_id, "status": "cancelled"})
-        else:
-            out.append({"interruptId": interrupt_id, "status": "resolved", "payload": answer})
-    for interrupt_id, approved, reason in approvals:
-        payload: dict[str, Any] = {"approved": approved}
-        if reason is not None:
-            payload["reason"] = reason
-        out.append({"interruptId": interrupt_id, "status": "resolved", "payload": payload})
-    return out

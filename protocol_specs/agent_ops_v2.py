@@ -4,7 +4,7 @@ Source: ``shared/specs/seed-protocols.md`` §1 and "What real deployments send".
 per session; the gateway sends :func:`prompt_frame`, reads events, and sends :data:`ABORT_FRAME`
 when the client goes away. The backend keeps the history, so only the latest user message is sent.
 
-Mapping (translator: ``translators/dialects/agent_ops_v2.py``), decisions and reasons:
+Mapping (translator: ``translators/dialects/agent_ops_v2/``), decisions and reasons:
 
 ============================  =====================================================================
 upstream event                UI chunks
@@ -80,7 +80,7 @@ Only the default channel is exposed (``channelType``/``channelId`` are kept in t
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal, NotRequired, TypedDict
+from typing import Any, Final
 
 __all__ = [
     "ABORT_FRAME",
@@ -91,65 +91,8 @@ __all__ = [
     "approval_frame",
     "FINALIZE_REASONS",
     "HYDRATION_EVENTS",
-    "MessageCreate",
-    "MessageFinalize",
-    "TextDelta",
-    "ToolUpdate",
     "prompt_frame",
 ]
-
-ToolStatus = Literal["pending", "running", "completed", "error", "awaiting_approval"]
-AgentStatus = Literal["idle", "thinking", "streaming", "tool_calling", "error", "waiting"]
-
-
-class MessageCreate(TypedDict):
-    type: Literal["message.create"]
-    turnId: str
-    channelType: NotRequired[str]
-    channelId: NotRequired[str]
-    opencodeSessionId: NotRequired[str]
-
-
-class TextDelta(TypedDict):
-    type: Literal["message.part.text-delta"]
-    turnId: str
-    delta: str
-
-
-class ToolUpdate(TypedDict):
-    type: Literal["message.part.tool-update"]
-    turnId: str
-    callId: str
-    toolName: str
-    status: ToolStatus
-    args: NotRequired[dict[str, Any]]
-    result: NotRequired[Any]
-    error: NotRequired[str]
-    #: With ``awaiting_approval``: the approval's id (default: the ``callId``) and why.
-    approvalId: NotRequired[str]
-    reason: NotRequired[str]
-
-
-class MessageFinalize(TypedDict):
-    type: Literal["message.finalize"]
-    turnId: str
-    reason: str
-    finalText: NotRequired[str]
-    error: NotRequired[str]
-
-
-class AgentStatusEvent(TypedDict):
-    type: Literal["agentStatus"]
-    status: AgentStatus
-    detail: NotRequired[str]
-    messageId: NotRequired[str]
-
-
-class RunnerError(TypedDict):
-    type: Literal["error"]
-    messageId: NotRequired[str]
-    error: NotRequired[str]
-    message: NotRequired[str]
 
 
 #: ``message.finalize.reason`` → UI finishReason (None: the turn failed, see the mapping table).

@@ -28,6 +28,7 @@ __all__ = [
     "DynamicToolPart",
     "UnknownPart",
     "TOOL_STATES",
+    "ANSWERED_STATES",
 ]
 
 #: Tool part states across majors (``approval-*`` and ``output-denied``: 6 and 7).
@@ -41,6 +42,8 @@ ToolState = Literal[
     "output-denied",
 ]
 TOOL_STATES: tuple[str, ...] = ToolState.__args__  # type: ignore[attr-defined]
+#: The states of a call that has its answer (what a request sends back to the model with it).
+ANSWERED_STATES: frozenset[str] = frozenset({"output-available", "output-error", "output-denied"})
 
 Trigger = Literal["submit-message", "regenerate-message"]
 

@@ -10,7 +10,7 @@ event). Grounding (Google Search) arrives as ``groundingMetadata`` on the candid
 prompt has no candidates and a ``promptFeedback.blockReason``; an error mid-stream is a chunk
 ``{"error": {code, message, status}}``.
 
-Mapping (translator: ``translators/dialects/gemini.py``), decisions and reasons:
+Mapping (translator: ``translators/dialects/gemini/``), decisions and reasons:
 
 ====================================  ============================================================
 upstream                              UI chunks
@@ -51,7 +51,7 @@ other part kinds, extra fields        the unknown-event policy as ``data-gemini-
                                       fields are ignored
 ====================================  ============================================================
 
-Requests (:func:`contents_from_ui`): the ``UIMessage`` history becomes ``contents`` (roles
+Requests (the dialect's ``request.py``): the ``UIMessage`` history becomes ``contents`` (roles
 ``user`` and ``model``); system messages join ``systemInstruction``. User text and files
 (``inlineData`` from data URLs, ``fileData`` with the URL else); assistant text and reasoning
 with their ``thoughtSignature``; the app's tool calls as ``functionCall`` parts (with their
@@ -66,13 +66,12 @@ test holds them to what the AI SDK's provider accepts.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
 __all__ = [
     "AI_SDK_DIFFERENCES",
     "FINISH_REASONS",
     "USAGE_FIELDS",
-    "contents_from_ui",
     "stream_path",
 ]
 
@@ -121,90 +120,3 @@ def stream_path(model: str) -> str:
     """The streaming endpoint of ``model`` under the API's base URL."""
     name = model if model.startswith(("models/", "tunedModels/")) else f"models/{model}"
     return f"/v1beta/{name}:streamGenerateContent?alt=sse"
-
-
-def _signature(metadata: Any) -> str | None:
-    google = (metadata or {}).get("google") if isinstance(metadata, dict) else None
-    value = google.get("thoughtSignature") if isinstance(google, dict) else None
-    return value if isinstance(value, str) else None
-
-
-def _user_parts(parts: list[Any], parse_data_url: Any) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for part in parts:
-        kind = getattr(part, "type", None)
-        if kind == "text" and part.text:
-            out.append({"text": part.text})
-        elif kind == "file":
-            inline = parse_data_url(part.url)
-            if inline is not None:
-                out.append({"inlineData": {"mimeType": inline.media_type, "data": inline.base64}})
-            else:
-                out.append({"fileData": {"mimeType": part.mediaType, "fileUri": part.url}})
-    return out
-
-
-def _model_step(parts: list[Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """One model step: (model parts, function responses for the next user turn)."""
-    content: list[dict[str, Any]] = []
-    responses: list[dict[str, Any]] = []
-    for part in parts:
-        kind = getattr(part, "type", None)
-        if kind in ("text", "reasoning"):
-            signature = _signature(part.providerMetadata)
-            if not part.text and signature is None:
-                continue
-            item: dict[str, Any] = {"text": part.text}
-            if kind == "reasoning":
-                item["thought"] = True
-            if signature is not None:
-                item["thoughtSignature"] = signature
-            content.append(item)
-            continue
-        if not hasattr(part, "toolCallId") or part.providerExecuted:
-            continue
-        if part.state not in ("output-available", "output-error", "output-denied"):
-            continue  # no answer yet
-        name = part.tool_name
-        call: dict[str, Any] = {
-            "functionCall": {
-                "name": name,
-                "args": part.input if isinstance(part.input, dict) else {},
-            }
-        }
-        signature = _signature(getattr(part, "callProviderMetadata", None))
-        if signature is not None:
-            call["thoughtSignature"] = signature
-        content.append(call)
-        if part.state == "output-available":
-            response: Any = {"name": name, "content": part.output}
-        else:
-            response = {"name": name, "error": part.errorText or "The user denied this call."}
-        responses.append({"functionResponse": {"name": name, "response": response}})
-    return content, responses
-
-
-def contents_from_ui(messages: list[Any], steps: Any, parse_data_url: Any) -> list[dict[str, Any]]:
-    """``UIMessage`` history → Gemini ``contents`` (see the module docstring). Consecutive turns
-    of one role are merged."""
-    out: list[dict[str, Any]] = []
-
-    def add(role: str, parts: list[dict[str, Any]]) -> None:
-        if not parts:
-            return
-        if out and out[-1]["role"] == role:
-            out[-1]["parts"].extend(parts)
-        else:
-            out.append({"role": role, "parts": parts})
-
-    for message in messages:
-        if message.role == "system":
-            continue
-        if message.role == "user":
-            add("user", _user_parts(message.parts, parse_data_url))
-            continue
-        for step in steps(message):
-            content, responses = _model_step(step)
-            add("model", content)
-            add("user", responses)
-    return out

@@ -4,7 +4,7 @@ Source: ``shared/specs/seed-protocols.md`` §2 and "What real deployments send".
 driven by :func:`send_frame`; :func:`abort_frame` stops a run. Events carry ``type`` strings such as
 ``agent:text:delta``.
 
-Mapping (translator: ``translators/dialects/open_harness.py``), decisions and reasons:
+Mapping (translator: ``translators/dialects/open_harness/``), decisions and reasons:
 
 =================================  ================================================================
 upstream event                     UI chunks
@@ -45,7 +45,7 @@ status (:data:`FLOW_STATUS_ENDS`)  not always send ``flow:complete`` after it): 
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal, NotRequired, TypedDict
+from typing import Any, Final, Literal
 
 __all__ = [
     "BOOKKEEPING_PREFIXES",
@@ -54,38 +54,6 @@ __all__ = [
     "abort_frame",
     "send_frame",
 ]
-
-
-class TextDeltaEvent(TypedDict):
-    type: Literal["agent:text:delta", "agent:thinking:delta"]
-    delta: NotRequired[str]
-    content: NotRequired[str]
-    nodeId: NotRequired[str]
-
-
-class ToolEvent(TypedDict):
-    type: Literal["agent:tool"]
-    toolName: str
-    toolCallId: NotRequired[str]
-    toolInput: NotRequired[Any]
-    input: NotRequired[Any]
-    toolOutput: NotRequired[Any]
-    output: NotRequired[Any]
-    error: NotRequired[Any]
-
-
-class FlowEvent(TypedDict):
-    type: Literal["flow:start", "flow:status", "flow:complete", "flow:error"]
-    flowName: NotRequired[str]
-    status: NotRequired[str]
-    error: NotRequired[Any]
-
-
-class NodeEvent(TypedDict):
-    type: Literal["node:start", "node:complete", "node:error"]
-    nodeId: str
-    output: NotRequired[Any]
-    error: NotRequired[Any]
 
 
 BOOKKEEPING_PREFIXES: Final = ("recording:", "run:")

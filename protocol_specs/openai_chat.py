@@ -6,7 +6,7 @@ payloads arrive as SSE ``data:`` lines ending with ``data: [DONE]``; over a WebS
 text frame. The gateway never runs the tool calls: they end at ``tool-input-available`` for the
 client (or the upstream) to run.
 
-Mapping (translator: ``translators/dialects/openai_chat.py``), decisions and reasons:
+Mapping (translator: ``translators/dialects/openai_chat/``), decisions and reasons:
 
 ===================================  ==============================================================
 upstream                             UI chunks
@@ -46,52 +46,14 @@ choices with ``index`` > 0           not rendered (one message per response; cou
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal, NotRequired, TypedDict
-
-import orjson
+from typing import Final
 
 __all__ = [
     "AI_SDK_DIFFERENCES",
     "FINISH_REASONS",
     "TERMINAL_FRAME",
     "USAGE_FIELDS",
-    "messages_from_ui",
 ]
-
-
-class FunctionDelta(TypedDict, total=False):
-    name: str
-    arguments: str
-
-
-class ToolCallDelta(TypedDict):
-    index: int
-    id: NotRequired[str]
-    type: NotRequired[Literal["function"]]
-    function: NotRequired[FunctionDelta]
-
-
-class Delta(TypedDict, total=False):
-    role: str
-    content: str | None
-    reasoning_content: str | None
-    reasoning: str | None
-    refusal: str | None
-    tool_calls: list[ToolCallDelta]
-
-
-class Choice(TypedDict):
-    index: int
-    delta: Delta
-    finish_reason: NotRequired[str | None]
-
-
-class ChatCompletionChunk(TypedDict):
-    id: str
-    object: Literal["chat.completion.chunk"]
-    model: NotRequired[str]
-    choices: list[Choice]
-    usage: NotRequired[dict[str, Any] | None]
 
 
 #: Where chunkbridge and ``@ai-sdk/openai-compatible`` (or ``@ai-sdk/openai``'s chat model for
@@ -123,76 +85,3 @@ USAGE_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "reasoningTokens": ("completion_tokens_details", "reasoning_tokens"),
     "cachedTokens": ("prompt_tokens_details", "cached_tokens"),
 }
-
-
-def _content(parts: list[Any]) -> str | list[dict[str, Any]]:
-    """A user message's text and files as OpenAI content (a string when it is only text)."""
-    items: list[dict[str, Any]] = []
-    for part in parts:
-        kind = getattr(part, "type", None)
-        if kind == "text":
-            items.append({"type": "text", "text": part.text})
-        elif kind == "file" and part.mediaType.startswith("image/"):
-            items.append({"type": "image_url", "image_url": {"url": part.url}})
-        elif kind == "file":
-            items.append(
-                {
-                    "type": "file",
-                    "file": {"file_data": part.url, "filename": part.filename or "file"},
-                }
-            )
-    if all(item["type"] == "text" for item in items):
-        return "\n\n".join(item["text"] for item in items)
-    return items
-
-
-def messages_from_ui(messages: list[Any]) -> list[dict[str, Any]]:
-    """UIMessage history (``chunkbridge.protocol_specs.chat_request.UIMessage``) → chat-completions
-    messages.
-
-    Text and files of user and system messages; an assistant message becomes its text plus one
-    ``tool_calls`` entry per tool part with input, followed by ``tool`` messages for the parts
-    that have an output (or an error). Reasoning, sources and data parts are not sent back.
-    """
-    out: list[dict[str, Any]] = []
-    for message in messages:
-        if message.role != "assistant":
-            out.append({"role": message.role, "content": _content(message.parts)})
-            continue
-        text = "".join(p.text for p in message.parts if getattr(p, "type", None) == "text")
-        calls, results = [], []
-        for part in message.parts:
-            if not hasattr(part, "toolCallId") or part.state == "input-streaming":
-                continue
-            calls.append(
-                {
-                    "id": part.toolCallId,
-                    "type": "function",
-                    "function": {
-                        "name": part.tool_name,
-                        "arguments": orjson.dumps(part.input or {}).decode(),
-                    },
-                }
-            )
-            if part.state == "output-available":
-                results.append(
-                    {
-                        "role": "tool",
-                        "tool_call_id": part.toolCallId,
-                        "content": orjson.dumps(part.output).decode(),
-                    }
-                )
-            elif part.state in ("output-error", "output-denied"):
-                results.append(
-                    {
-                        "role": "tool",
-                        "tool_call_id": part.toolCallId,
-                        "content": part.errorText or "The tool call was not run.",
-                    }
-                )
-        entry: dict[str, Any] = {"role": "assistant", "content": text or None}
-        if calls:
-            entry["tool_calls"] = calls
-        out.append(entry)
-        out.extend(results)
-    return out

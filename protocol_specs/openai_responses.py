@@ -9,7 +9,7 @@ announced by ``response.output_item.added``, filled by its own delta events (whi
 ends with ``response.completed``, ``response.incomplete`` or ``response.failed``; an ``error``
 event may come instead.
 
-Mapping (translator: ``translators/dialects/openai_responses.py``), decisions and reasons:
+Mapping (translator: ``translators/dialects/openai_responses/``), decisions and reasons:
 
 ====================================  ============================================================
 upstream                              UI chunks
@@ -74,24 +74,24 @@ custom tool input, partial images
 other event types and item types      the unknown-event policy (``data-<type>``)
 ====================================  ============================================================
 
-Requests (:func:`input_from_ui`): the ``UIMessage`` history becomes ``input`` items, whole (not
-``item_reference`` items: they work with ``store`` on or off); system messages join the configured
-``instructions``. User text, images (``input_image`` with the data URL or http URL) and other
-files (``input_file``: ``file_data`` for data URLs, ``file_url`` else); each assistant text part
-as an assistant message with its ``phase``; reasoning parts that carry
-``reasoningEncryptedContent`` as ``reasoning`` items (others are not sent: without ``store`` the
-API cannot resolve a bare item id); a compaction as its ``compaction`` item. The app's calls go
-back as ``function_call`` items (``namespace``, a program's ``caller``), custom tools as
+Requests (the dialect's ``request.py``): the ``UIMessage`` history becomes ``input`` items, whole
+(not ``item_reference`` items: they work with ``store`` on or off); system messages join the
+configured ``instructions``. User text, images (``input_image`` with the data URL or http URL) and
+other files (``input_file``: ``file_data`` for data URLs, ``file_url`` else); each assistant text
+part as an assistant message with its ``phase``; reasoning parts that carry
+``reasoningEncryptedContent`` as ``reasoning`` items (others are not sent: without ``store`` the API
+cannot resolve a bare item id); a compaction as its ``compaction`` item. The app's calls go back as
+``function_call`` items (``namespace``, a program's ``caller``), custom tools as
 ``custom_tool_call``, and the built-in tools the deployment declares in their own items (shell,
-local shell, apply patch, client tool search: ``protocol_specs/openai_responses_tools.py``);
-the step's outputs follow its calls (a failure as ``{"error": …}``, a refusal as a sentence).
-Tools OpenAI ran go back whole where the API has an input form for them (web search, hosted
-shell, hosted tool search, programs and their outputs); code interpreter, file search, image
-generation and MCP calls are not sent (the text that followed stands for them). Calls without an
-answer yet are left out. The user's decision on an MCP approval request goes back as the AI SDK
-sends it: ``item_reference`` to the stored request, then ``mcp_approval_response
-{approval_request_id, approve, reason?}`` (so it needs ``store``, the API's default). What
-differs from the AI SDK's requests: :data:`AI_SDK_REQUEST_DIFFERENCES`.
+local shell, apply patch, client tool search: ``protocol_specs/openai_responses_tools.py``); the
+step's outputs follow its calls (a failure as ``{"error": …}``, a refusal as a sentence). Tools
+OpenAI ran go back whole where the API has an input form for them (web search, hosted shell, hosted
+tool search, programs and their outputs); code interpreter, file search, image generation and MCP
+calls are not sent (the text that followed stands for them). Calls without an answer yet are left
+out. The user's decision on an MCP approval request goes back as the AI SDK sends it:
+``item_reference`` to the stored request, then ``mcp_approval_response {approval_request_id,
+approve, reason?}`` (so it needs ``store``, the API's default). What differs from the AI SDK's
+requests: :data:`AI_SDK_REQUEST_DIFFERENCES`.
 
 The recordings in ``fixtures/openai-responses/`` were written from the event shapes of OpenAI's API
 reference and the AI SDK provider's own schemas (this project's CI has no provider key); the
@@ -100,12 +100,7 @@ differential test holds them to what the AI SDK's provider accepts.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Final
-
-import orjson
-
-from chunkbridge.protocol_specs import openai_responses_tools as tools_spec
+from typing import Final
 
 __all__ = [
     "AI_SDK_DIFFERENCES",
@@ -113,8 +108,6 @@ __all__ = [
     "DEFAULT_PATH",
     "INCOMPLETE_REASONS",
     "USAGE_FIELDS",
-    "input_from_ui",
-    "web_search_output",
 ]
 
 DEFAULT_PATH: Final = "/v1/responses"
@@ -188,217 +181,4 @@ AI_SDK_REQUEST_DIFFERENCES: Final[dict[str, str]] = {
 }
 
 
-def web_search_output(action: Any) -> dict[str, Any]:
-    """A ``web_search_call``'s ``action`` in the AI SDK's output shape."""
-    if not isinstance(action, dict):
-        return {}
-    kind = action.get("type")
-    if kind == "search":
-        out: dict[str, Any] = {"action": {"type": "search"}}
-        if action.get("query") is not None:
-            out["action"]["query"] = action["query"]
-        if action.get("queries") is not None:
-            out["action"]["queries"] = action["queries"]
-        if action.get("sources") is not None:
-            out["sources"] = action["sources"]
-        return out
-    if kind == "open_page":
-        return {"action": {"type": "openPage", "url": action.get("url")}}
-    if kind == "find_in_page":
-        return {
-            "action": {
-                "type": "findInPage",
-                "url": action.get("url"),
-                "pattern": action.get("pattern"),
-            }
-        }
-    return {"action": action}
-
-
 # -- requests ------------------------------------------------------------------------------------
-
-
-def _user_content(parts: list[Any]) -> list[dict[str, Any]]:
-    content: list[dict[str, Any]] = []
-    for part in parts:
-        kind = getattr(part, "type", None)
-        if kind == "text" and part.text:
-            content.append({"type": "input_text", "text": part.text})
-        elif kind == "file" and part.mediaType.startswith("image/"):
-            content.append({"type": "input_image", "image_url": part.url, "detail": "auto"})
-        elif kind == "file":
-            if part.url.startswith("data:"):
-                content.append(
-                    {
-                        "type": "input_file",
-                        "file_data": part.url,
-                        "filename": part.filename or "file",
-                    }
-                )
-            else:
-                content.append({"type": "input_file", "file_url": part.url})
-    return content
-
-
-def _output_text(output: Any) -> str:
-    return output if isinstance(output, str) else orjson.dumps(output).decode()
-
-
-def _arguments(value: Any) -> str:
-    """A call's input as ``arguments`` text: an input that is already JSON text (a server that
-    streams its own tools' arguments as a string) goes back as it came."""
-    if isinstance(value, str):
-        try:
-            orjson.loads(value)
-        except orjson.JSONDecodeError:
-            return orjson.dumps(value).decode()
-        return value
-    return orjson.dumps(value if value is not None else {}).decode()
-
-
-def _answer(part: Any) -> str:
-    """What the app answered, as text: its output, ``{"error": …}`` for a failure (so the model
-    can tell an error from a result), the refusal's reason."""
-    if part.state == "output-available":
-        return _output_text(part.output)
-    if part.state == "output-error":
-        return orjson.dumps({"error": part.errorText or "The tool failed."}).decode()
-    return "The user denied this tool call."
-
-
-def _caller(meta: dict[str, Any]) -> dict[str, Any] | None:
-    """``providerMetadata.openai.caller`` → the API's ``caller`` (a program's call)."""
-    caller = meta.get("caller")
-    if not isinstance(caller, dict):
-        return None
-    if caller.get("type") == "program":
-        return {"type": "program", "caller_id": caller.get("callerId")}
-    return caller
-
-
-def _call_items(
-    part: Any, meta: dict[str, Any], tools: Mapping[str, Any]
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """An answered call the app ran (``meta``: its ``callProviderMetadata.openai``) → (the call
-    item, its output item)."""
-    items = tools_spec.app_run_items(part, tools["types"], meta.get("itemId"))
-    if items is not None:
-        return items
-    if part.tool_name in tools["custom"]:
-        value = part.input if isinstance(part.input, str) else _output_text(part.input)
-        call = {"type": "custom_tool_call", "call_id": part.toolCallId, "name": part.tool_name}
-        call["input"] = value
-        return call, {
-            "type": "custom_tool_call_output",
-            "call_id": part.toolCallId,
-            "output": _answer(part),
-        }
-    call = {
-        "type": "function_call",
-        "call_id": part.toolCallId,
-        "name": part.tool_name,
-        "arguments": _arguments(part.input if part.input is not None else part.rawInput),
-    }
-    output = {"type": "function_call_output", "call_id": part.toolCallId, "output": _answer(part)}
-    if isinstance(meta.get("namespace"), str):
-        call["namespace"] = meta["namespace"]
-    caller = _caller(meta)
-    if caller is not None:
-        call["caller"] = output["caller"] = caller
-    return call, output
-
-
-def _assistant_step(
-    parts: list[Any], answers: Mapping[str, Any], tools: Mapping[str, Any]
-) -> list[dict[str, Any]]:
-    """One model step: its items in order, then the outputs of the calls the app answered."""
-    items: list[dict[str, Any]] = []
-    outputs: list[dict[str, Any]] = []
-    for part in parts:
-        kind = getattr(part, "type", None)
-        meta = (getattr(part, "providerMetadata", None) or {}).get("openai") or {}
-        if kind == "text":
-            if part.text:
-                message = {"role": "assistant", "content": part.text}
-                if isinstance(meta.get("phase"), str):
-                    message["phase"] = meta["phase"]
-                items.append(message)
-            continue
-        if kind == "reasoning":
-            encrypted = meta.get("reasoningEncryptedContent")
-            if isinstance(encrypted, str) and isinstance(meta.get("itemId"), str):
-                summary = [{"type": "summary_text", "text": part.text}] if part.text else []
-                items.append(
-                    {
-                        "type": "reasoning",
-                        "id": meta["itemId"],
-                        "encrypted_content": encrypted,
-                        "summary": summary,
-                    }
-                )
-            continue
-        if kind == "custom":
-            if part.kind == "openai.compaction" and isinstance(meta.get("itemId"), str):
-                compaction = {"type": "compaction", "id": meta["itemId"]}
-                compaction["encrypted_content"] = meta.get("encryptedContent")
-                items.append(compaction)
-            continue
-        answer = answers.get(getattr(part, "toolCallId", ""))
-        if answer is not None:  # the user's decision on an MCP approval request
-            # as the AI SDK sends it: the stored request by reference, then the decision
-            items.append({"type": "item_reference", "id": answer.approval_id})
-            response = {
-                "type": "mcp_approval_response",
-                "approval_request_id": answer.approval_id,
-                "approve": answer.approved,
-            }
-            if answer.reason:
-                response["reason"] = answer.reason
-            items.append(response)
-            continue
-        if not hasattr(part, "toolCallId"):
-            continue
-        call_meta = (getattr(part, "callProviderMetadata", None) or {}).get("openai") or {}
-        if part.providerExecuted:
-            items += tools_spec.hosted_items(part, call_meta.get("itemId"))
-            continue
-        if part.state not in ("output-available", "output-error", "output-denied"):
-            continue  # no answer yet
-        call, output = _call_items(part, call_meta, tools)
-        items.append(call)
-        outputs.append(output)
-    return items + outputs
-
-
-def _declared(tools: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """The deployment's tools as the history needs them: the built-in types declared (their
-    calls go back as their own items) and the names of custom (free-text) tools."""
-    return {
-        "types": frozenset(str(d.get("type")) for d in tools.values() if "type" in d),
-        "custom": frozenset(n for n, d in tools.items() if d.get("type") == "custom"),
-    }
-
-
-def input_from_ui(
-    messages: list[Any],
-    steps: Any,
-    answers: Mapping[str, Any] | None = None,
-    tools: Mapping[str, Mapping[str, Any]] | None = None,
-) -> list[dict[str, Any]]:
-    """``UIMessage`` history → Responses ``input`` items (see the module docstring).
-    ``steps(message)`` cuts an assistant message at ``step-start``; ``answers``: the approval
-    answers of this request by tool call id (``TurnInput.approval_answers``); ``tools``: the
-    deployment's declared tools by name."""
-    declared = _declared(tools or {})
-    items: list[dict[str, Any]] = []
-    for message in messages:
-        if message.role == "system":
-            continue  # joined into the instructions
-        if message.role == "user":
-            content = _user_content(message.parts)
-            if content:
-                items.append({"role": "user", "content": content})
-            continue
-        for step in steps(message):
-            items.extend(_assistant_step(step, answers or {}, declared))
-    return items

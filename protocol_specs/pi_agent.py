@@ -10,7 +10,7 @@ events carry the whole ``partial`` message on every update, the proxy form
 (``ProxyAssistantMessageEvent``) strips it and adds ``id``/``toolName`` to ``toolcall_start``: both
 are read. One prompt is one run: ``agent_start`` … ``agent_end``.
 
-Mapping (translator: ``translators/dialects/pi_agent.py``), decisions and reasons:
+Mapping (translator: ``translators/dialects/pi_agent/``), decisions and reasons:
 
 ==================================  ==============================================================
 upstream                            UI chunks
@@ -72,7 +72,13 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-__all__ = ["STOP_REASONS", "UI_DIALOGS", "USAGE_FIELDS", "prompt_images", "ui_response"]
+__all__ = [
+    "STOP_REASONS",
+    "UI_DIALOGS",
+    "USAGE_FIELDS",
+    "prompt_images",
+    "ui_response",
+]
 
 #: ``extension_ui_request`` methods that wait for an ``extension_ui_response``.
 UI_DIALOGS: Final = frozenset({"select", "confirm", "input", "editor"})

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 from chunkbridge.gateway.registry import get_dialect
 from chunkbridge.kit import TranslatorOptions, TurnInput
@@ -97,12 +97,13 @@ def provider_turn(
     settings_model: type[Any],
     messages: list[dict[str, Any]],
     body: dict[str, Any] | None = None,
+    history: Literal["latest", "full"] = "latest",
     **settings: Any,
 ) -> TurnInput:
     """A provider dialect's turn: the request with ``messages`` (and extra ``body`` keys) and the
-    dialect's settings."""
+    dialect's settings; ``history`` as the gateway resolved it (provider dialects send it all)."""
     request = ChatRequest.model_validate({"id": "c1", "messages": messages, **(body or {})})
-    return TurnInput(request, "s1", "run-1", settings_model(**settings))
+    return TurnInput(request, "s1", "run-1", settings_model(**settings), history)
 
 
 def chat_reply(result: dict[str, Any]) -> dict[str, Any]:

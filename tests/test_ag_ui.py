@@ -283,7 +283,7 @@ def test_a_call_left_without_a_result_waits_for_the_app() -> None:
 def test_a_continuation_resumes_the_interrupts_it_answers() -> None:
     """Answers to interrupts go in ``resume``; the ask_user parts stay out of ``messages``; a
     call whose approval is answered goes as a call without a result."""
-    from chunkbridge.translators.dialects.ag_ui import AgUiSettings, run_input
+    from chunkbridge.translators.dialects.ag_ui.request import AgUiSettings, run_input
     from tests.helpers import provider_turn
 
     assistant = {
@@ -309,7 +309,7 @@ def test_a_continuation_resumes_the_interrupts_it_answers() -> None:
         ],
     }
     user = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "go"}]}
-    body = run_input(provider_turn(AgUiSettings, [user, assistant]))
+    body = run_input(provider_turn(AgUiSettings, [user, assistant], history="full"))
     assert body["resume"] == [
         {"interruptId": "int-region", "status": "resolved", "payload": "eu"},
         {
@@ -321,3 +321,32 @@ def test_a_continuation_resumes_the_interrupts_it_answers() -> None:
     (call_message,) = [m for m in body["messages"] if m.get("toolCalls")]
     assert [c["id"] for c in call_message["toolCalls"]] == ["c4"]  # no ask_user call
     assert not [m for m in body["messages"] if m["role"] == "tool"]
+
+
+def test_the_history_setting_decides_what_a_run_gets() -> None:
+    """AG-UI agents are mostly stateless: a run gets the whole thread unless the deployment sets
+    ``history = "latest"`` (an agent that keeps the thread), which sends the newest user message
+    alone; the gateway's one ``history`` setting, with the dialect's default."""
+    from chunkbridge.gateway.config import GatewayConfig, HistoryMode
+    from chunkbridge.gateway.service import Gateway
+    from chunkbridge.translators.dialects.ag_ui import DIALECT
+    from chunkbridge.translators.dialects.ag_ui.request import AgUiSettings, run_input
+    from tests.helpers import provider_turn
+
+    thread = [
+        {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "first"}]},
+        {"id": "a1", "role": "assistant", "parts": [{"type": "text", "text": "answer"}]},
+        {"id": "u2", "role": "user", "parts": [{"type": "text", "text": "second"}]},
+    ]
+    full = run_input(provider_turn(AgUiSettings, thread, history="full"))
+    assert [m["id"] for m in full["messages"]] == ["u1", "a1", "u2"]
+    latest = run_input(provider_turn(AgUiSettings, thread, history="latest"))
+    assert [m["id"] for m in latest["messages"]] == ["u2"]
+
+    assert DIALECT.history == "full"
+    upstream = "http://127.0.0.1:9/agent"
+    assert Gateway(GatewayConfig(dialect="ag-ui", upstream=upstream)).history == "full"
+    chosen = GatewayConfig(dialect="ag-ui", upstream=upstream, history=HistoryMode.LATEST)
+    assert Gateway(chosen).history == "latest"
+    others = GatewayConfig(dialect="openai-chat", upstream=upstream)
+    assert Gateway(others).history == "latest"

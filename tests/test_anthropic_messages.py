@@ -13,8 +13,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from chunkbridge.kit import RequestRejected
-from chunkbridge.translators.dialects.anthropic_messages import (
-    DIALECT,
+from chunkbridge.translators.dialects.anthropic_messages import DIALECT
+from chunkbridge.translators.dialects.anthropic_messages.request import (
     AnthropicSettings,
     request_body,
 )

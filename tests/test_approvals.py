@@ -18,7 +18,7 @@ import pytest
 
 from chunkbridge.gateway.devtools.upstreams import DemoUpstream
 from chunkbridge.protocol_specs.human_in_the_loop import approval_signature
-from chunkbridge.translators.dialects.agent_ops_v2 import DEMO_GATED_ARGS, demo_turn
+from chunkbridge.translators.dialects.agent_ops_v2.demo import DEMO_GATED_ARGS, demo_turn
 from tests.gateway_harness import post, running_gateway, user_body
 from tests.helpers import chat_reply, decode_sse
 

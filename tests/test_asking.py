@@ -241,7 +241,7 @@ def test_the_asks_in_passing_recording_keeps_every_word_for_ai_5_6_7(real_client
 @pytest.mark.conformance
 @pytest.mark.looptime(False)
 async def test_the_demo_asks_in_passing_on_cue_and_answers_all_the_same(real_clients) -> None:
-    from chunkbridge.translators.dialects.agent_ops_v2 import DEMO_AFTER_TOOL
+    from chunkbridge.translators.dialects.agent_ops_v2.demo import DEMO_AFTER_TOOL
     from tests.test_approvals import demo_gateway
 
     async with demo_gateway() as (gw, upstream):

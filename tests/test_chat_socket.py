@@ -127,7 +127,7 @@ async def test_an_approval_answered_over_the_socket_continues_the_message() -> N
     """The two-request sequence on the ai 7 WebSocket transport: the approval request, then the
     continuation carrying the decision (the demo's agent-ops backend)."""
     from chunkbridge.gateway.devtools.upstreams import DemoUpstream
-    from chunkbridge.translators.dialects.agent_ops_v2 import demo_turn
+    from chunkbridge.translators.dialects.agent_ops_v2.demo import demo_turn
 
     demo = DemoUpstream(demo_turn)
     await demo.start()

@@ -12,7 +12,8 @@ import pytest
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from chunkbridge.translators.dialects.gemini import DIALECT, GeminiSettings, request_body
+from chunkbridge.translators.dialects.gemini import DIALECT
+from chunkbridge.translators.dialects.gemini.request import GeminiSettings, request_body
 from tests.gateway_harness import http_upstream, post, running_gateway, sse_response, user_body
 from tests.helpers import decode_sse, new_turn, of_type, provider_turn, text_of, text_part, types
 

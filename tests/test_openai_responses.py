@@ -11,8 +11,8 @@ import pytest
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from chunkbridge.translators.dialects.openai_responses import (
-    DIALECT,
+from chunkbridge.translators.dialects.openai_responses import DIALECT
+from chunkbridge.translators.dialects.openai_responses.request import (
     OpenAIResponsesSettings,
     request_body,
 )

@@ -18,7 +18,8 @@ import orjson
 import pytest
 
 from chunkbridge.kit import NoSettings, RequestRejected
-from chunkbridge.translators.dialects.pi_agent import DIALECT, prompt_frame
+from chunkbridge.translators.dialects.pi_agent import DIALECT
+from chunkbridge.translators.dialects.pi_agent.request import prompt_frame
 from tests.conftest import require
 from tests.gateway_harness import post, running_gateway, user_body
 from tests.helpers import decode_sse, provider_turn, text_of, text_part

@@ -125,8 +125,9 @@ REQUEST_NORMALIZERS: dict[str, RequestNormalizer] = {
 @pytest.mark.parametrize("dialect", sorted(ROUND_TRIPS))
 def test_the_next_request_agrees_with_the_ai_sdk_provider(real_clients, dialect: str) -> None:
     module_name, settings_name, key, provider_options = ROUND_TRIPS[dialect]
-    dialect_module = importlib.import_module(f"chunkbridge.translators.dialects.{module_name}")
-    spec = importlib.import_module(f"protocol_specs.{module_name}")
+    dialects = "chunkbridge.translators.dialects"
+    dialect_module = importlib.import_module(f"{dialects}.{module_name}.request")
+    spec = importlib.import_module(f"chunkbridge.protocol_specs.{module_name}")
     documented: dict[str, str] = spec.AI_SDK_REQUEST_DIFFERENCES
     assert set(documented) <= set(REQUEST_NORMALIZERS), "a documented difference has no normalizer"
     recordings = _recordings(dialect)

@@ -71,7 +71,7 @@ async def record(
         }
     )
     turn_input = TurnInput(
-        request, session_id, "rec-run", gateway.dialect_settings, config.history.value
+        request, session_id, "rec-run", gateway.dialect_settings, gateway.history
     )
     try:
         upstream = await gateway.connector.open(turn_input, {})

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from chunkbridge.protocol_specs.chat_request import ANSWERED_STATES
 from chunkbridge.protocol_specs.ui_message_stream import (
     CHUNK_SPECS,
     TOOL_OUTPUT_TYPES,
@@ -90,7 +91,7 @@ class KnownToolCall:
 
 
 #: Part states that settle a call.
-_SETTLED_STATES = frozenset({"output-available", "output-error", "output-denied"})
+_SETTLED_STATES = ANSWERED_STATES
 
 
 #: Types that carry ``messageMetadata`` (merged into the message's metadata by the client).

@@ -1,12 +1,20 @@
-"""The dialect kit: what a dialect module imports to describe and translate its upstream.
-
-::
+"""The dialect kit, chunkbridge's public dialect API: everything a dialect imports to describe
+and translate its upstream, built-in or third-party, from this one module::
 
     from chunkbridge.kit import Dialect, Translator, WebSocketContract, CloseRequest, CloseReason
 
-It sits between the dialect-blind stream core (:mod:`chunkbridge.translators.core`, which never
-imports a dialect or the kit) and the dialects (:mod:`chunkbridge.translators.dialects`, and
-third-party packages), which import the kit and the core, never each other.
+Its submodules are private: what is not in ``__all__`` here may change in any release. The kit
+sits between the dialect-blind stream core (:mod:`chunkbridge.translators.core`, which never
+imports a dialect or the kit) and the dialects, which import the kit and the wire vocabularies
+(:mod:`chunkbridge.protocol_specs`), never each other. What it holds:
+
+* a dialect's description (:class:`Dialect`, its WebSocket or HTTP contract, settings, demo);
+* the translator base class (:class:`Translator`: dispatch, the unknown-event policy, the answer's
+  :meth:`~Translator.begin` and :meth:`~Translator.finish`, text and reasoning parts, questions)
+  and the event checks (:func:`require_str`…);
+* what a turn carries in (:class:`TurnInput`: the request, the answered calls and approvals);
+* building blocks for model APIs (indexed parts, streamed tool calls, usage) and the pieces
+  every provider dialect shares (settings, history in steps, data URLs, a refusal's error).
 """
 
 from chunkbridge.kit.blocks import (
@@ -17,29 +25,21 @@ from chunkbridge.kit.blocks import (
 )
 from chunkbridge.kit.dialect import (
     DEFAULT_RETRY_STATUSES,
-    AnsweredCall,
-    ApprovalAnswer,
     DemoScript,
     DemoStep,
     Dialect,
-    FrameTemplates,
+    Frame,
     HttpRequest,
     HttpSseContract,
     NoSettings,
     Pause,
-    RequestRejected,
-    TurnFrames,
-    TurnInput,
     WebSocketContract,
-    build_frames,
 )
-from chunkbridge.kit.translator import (
-    IdFactory,
+from chunkbridge.kit.events import (
+    AGENT_ERROR,
+    PROVIDER_ERROR,
+    TOOL_ERROR,
     MalformedEvent,
-    Translator,
-    TranslatorOptions,
-    UnknownEventPolicy,
-    counter_ids,
     error_message,
     flat_text_delta,
     optional_str,
@@ -47,21 +47,53 @@ from chunkbridge.kit.translator import (
     require_list,
     require_str,
 )
+from chunkbridge.kit.frames import FrameTemplates, TurnFrames, build_frames
+from chunkbridge.kit.provider import (
+    DataUrl,
+    ProviderSettings,
+    apply_overrides,
+    content_pieces,
+    output_text,
+    parse_data_url,
+    provider_error,
+    steps_of,
+    system_prompt,
+    tool_name_of,
+)
+from chunkbridge.kit.translator import (
+    IdFactory,
+    Translator,
+    TranslatorOptions,
+    UnknownEventPolicy,
+    counter_ids,
+)
+from chunkbridge.kit.turn_input import (
+    AnsweredCall,
+    ApprovalAnswer,
+    RequestRejected,
+    TurnInput,
+    is_answered,
+)
 from chunkbridge.translators.core.closing import CloseReason, CloseRequest, DeferredClose
 from chunkbridge.translators.core.surrogates import join_surrogates
 from chunkbridge.translators.core.turn import Chunk, Item
 
 __all__ = [
+    "AGENT_ERROR",
     "DEFAULT_RETRY_STATUSES",
+    "PROVIDER_ERROR",
+    "TOOL_ERROR",
     "AnsweredCall",
     "ApprovalAnswer",
     "Chunk",
     "CloseReason",
     "CloseRequest",
+    "DataUrl",
     "DeferredClose",
     "DemoScript",
     "DemoStep",
     "Dialect",
+    "Frame",
     "FrameTemplates",
     "HttpRequest",
     "HttpSseContract",
@@ -71,6 +103,7 @@ __all__ = [
     "MalformedEvent",
     "NoSettings",
     "Pause",
+    "ProviderSettings",
     "RequestRejected",
     "StreamedToolCalls",
     "Translator",
@@ -79,15 +112,24 @@ __all__ = [
     "TurnInput",
     "UnknownEventPolicy",
     "WebSocketContract",
+    "apply_overrides",
     "build_frames",
+    "content_pieces",
     "counter_ids",
     "error_message",
     "flat_text_delta",
+    "is_answered",
     "join_surrogates",
     "optional_str",
+    "output_text",
+    "parse_data_url",
+    "provider_error",
     "provider_metadata",
     "require_dict",
     "require_list",
     "require_str",
+    "steps_of",
+    "system_prompt",
+    "tool_name_of",
     "usage_metadata",
 ]

@@ -1,11 +1,11 @@
-"""What the model-provider dialects share: settings, history helpers, the start of an answer and
-a refused request's error.
+"""What the model-provider dialects share: settings, history helpers and a refused request's
+error.
 
 A provider dialect builds each request from the ``UIMessage`` history the client sends (the
 provider keeps no conversation), so every one of them needs the same pieces: the deployment's
 model, key, system prompt, tools and generation options; which of them the client may override
 per request; the history cut into model steps; files given as data URLs or http URLs. On the
-way back, each answer starts the same way and a refusal carries the provider's own message.
+way back, a refusal carries the provider's own message.
 """
 
 from __future__ import annotations
@@ -20,19 +20,18 @@ from urllib.parse import unquote_to_bytes
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from chunkbridge.kit.dialect import RequestRejected, TurnInput
+from chunkbridge.kit.turn_input import RequestRejected, TurnInput
 from chunkbridge.protocol_specs.chat_request import UIMessage
 from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL, is_approval_question
-from chunkbridge.translators.core.turn import Chunk
 
 __all__ = [
     "DataUrl",
     "ProviderSettings",
-    "provider_error",
-    "start_chunks",
     "apply_overrides",
     "content_pieces",
+    "output_text",
     "parse_data_url",
+    "provider_error",
     "steps_of",
     "system_prompt",
     "tool_name_of",
@@ -146,16 +145,6 @@ def parse_data_url(url: str) -> DataUrl | None:
     return DataUrl(media_type, base64.b64encode(unquote_to_bytes(payload)).decode("ascii"))
 
 
-def start_chunks(metadata: dict[str, Any], model: Any) -> list[Chunk]:
-    """``start`` (with ``messageMetadata {model}`` when the provider named one, which is also
-    noted in ``metadata`` for the finish) and ``start-step``: how every provider answer begins."""
-    start: Chunk = {"type": "start"}
-    if isinstance(model, str) and model:
-        metadata["model"] = model
-        start["messageMetadata"] = {"model": model}
-    return [start, {"type": "start-step"}]
-
-
 def provider_error(status: int, body: bytes) -> dict[str, Any]:
     """The ``error`` object of a provider's refusal (``{"error": {...}}``, or a list of one, as
     some Google front ends send): its message is what the user should read. A generic one naming
@@ -210,3 +199,9 @@ def _texts(parts: list[Any]) -> Iterator[str]:
         text = part.get("text") if isinstance(part, dict) else None
         if part.get("type") == "text" and isinstance(text, str):
             yield text
+
+
+def output_text(output: Any) -> str:
+    """A tool's output as the text a provider wants back: a string as it is, anything else as
+    JSON."""
+    return output if isinstance(output, str) else orjson.dumps(output).decode()

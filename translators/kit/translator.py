@@ -16,8 +16,13 @@ The base class owns the policy for what a dialect does not know (``unknown_event
   (a handler raised :class:`MalformedEvent`) is *malformed*, the upstream's fault: ``forward``
   sends a transient ``data-upstream-malformed`` part; ``drop`` counts it; ``error`` ends the turn.
 
-Only :class:`MalformedEvent` is blamed on the upstream. Handlers check what they read with
-:func:`require_str` and friends; any other exception is a bug of ours.
+Only :class:`~chunkbridge.kit.events.MalformedEvent` is blamed on the upstream. Handlers check
+what they read with :func:`~chunkbridge.kit.events.require_str` and friends; any other exception
+is a bug of ours.
+
+It also owns what every dialect writes the same way: the answer's opening (:meth:`Translator.
+begin`: ``start`` and ``start-step``, once), its end (:meth:`Translator.finish`), one text and
+one reasoning part at a time, questions to the app.
 
 Deterministic: ids come from the injected ``id_factory``; no clock, no randomness.
 """
@@ -25,36 +30,21 @@ Deterministic: ids come from the injected ``id_factory``; no clock, no randomnes
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, ClassVar
 
+from chunkbridge.kit.events import MalformedEvent, preview
 from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL
 from chunkbridge.protocol_specs.ui_message_stream import DATA_PREFIX
 from chunkbridge.translators.core.closing import CloseReason, CloseRequest, DeferredClose
 from chunkbridge.translators.core.turn import Chunk, Item
 
-__all__ = [
-    "IdFactory",
-    "MalformedEvent",
-    "Translator",
-    "TranslatorOptions",
-    "UnknownEventPolicy",
-    "counter_ids",
-    "error_message",
-    "flat_text_delta",
-    "optional_str",
-    "require_dict",
-    "require_list",
-    "require_str",
-]
+__all__ = ["IdFactory", "Translator", "TranslatorOptions", "UnknownEventPolicy", "counter_ids"]
 
 #: ``id_factory(kind) -> id``; ``kind`` is ``"text"``, ``"reasoning"``, ``"tool"``, ``"msg"``…
 IdFactory = Callable[[str], str]
-
-#: How much of a malformed frame the ``data-upstream-malformed`` part shows.
-_PREVIEW_CHARS = 500
 
 
 class UnknownEventPolicy(Enum):
@@ -86,81 +76,6 @@ class TranslatorOptions:
     dynamic_tools: bool = False
     #: The dialect's own settings (an instance of its ``Dialect.settings`` model), if any.
     settings: Any = None
-
-
-class MalformedEvent(ValueError):
-    """An event field has the wrong type: the upstream's fault (raised in handlers, caught in
-    :meth:`Translator.feed`)."""
-
-
-def require_str(event: dict[str, Any], key: str) -> str:
-    value = event.get(key)
-    if not isinstance(value, str):
-        raise MalformedEvent(f"{key!r} must be a string")
-    return value
-
-
-def optional_str(event: dict[str, Any], key: str) -> str | None:
-    value = event.get(key)
-    if value is not None and not isinstance(value, str):
-        raise MalformedEvent(f"{key!r} must be a string")
-    return value
-
-
-def require_dict(value: Any, what: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise MalformedEvent(f"{what} must be an object")
-    return value
-
-
-def require_list(value: Any, what: str) -> list[Any]:
-    if not isinstance(value, list):
-        raise MalformedEvent(f"{what} must be a list")
-    return value
-
-
-def flat_text_delta(
-    event: dict[str, Any], kind: str, id_key: str, part: str | None, keys: frozenset[str]
-) -> str | None:
-    """For :meth:`Translator.fast_text_delta` of vocabularies whose text delta is one flat event
-    (``{type, <id_key>, delta, …}``): the delta when ``event`` is exactly such an event for the
-    open part ``part`` (no key outside ``keys``, a non-empty string delta), else ``None``."""
-    if part is None or event.get(id_key) != part or event.get("type") != kind:
-        return None
-    for key in event:
-        if key not in keys:
-            return None
-    delta = event.get("delta")
-    return delta if type(delta) is str and delta else None
-
-
-def error_message(value: Any, default: str) -> str:
-    """An upstream error as short text: a string, ``{message}``, or ``{error: {message}}``."""
-    for _ in range(8):  # bounded: an error nested deeper than this is not a message
-        if isinstance(value, str) and value:
-            return value
-        if not isinstance(value, dict):
-            break
-        for key in ("message", "error", "detail"):
-            if key in value:
-                value = value[key]
-                break
-        else:
-            break
-    return default
-
-
-def preview(raw: Any) -> str:
-    """A bounded, printable preview of a frame or value: the text of a frame, ``repr`` of a
-    parsed value (never raises: a value nested too deeply for ``repr`` is described instead)."""
-    if isinstance(raw, bytes):
-        return raw[: _PREVIEW_CHARS * 4].decode("utf-8", "replace")[:_PREVIEW_CHARS]
-    if isinstance(raw, str):
-        return raw[:_PREVIEW_CHARS]
-    try:
-        return repr(raw)[:_PREVIEW_CHARS]
-    except RecursionError:
-        return f"<a JSON {type(raw).__name__} nested too deeply to show>"
 
 
 Handler = Callable[[Any, dict[str, Any]], Sequence[Item]]
@@ -197,6 +112,10 @@ class Translator:
         self._reasoning_id: str | None = None
         #: The agent asked the user (a question or an approval) in this turn.
         self.asked = False
+        #: :meth:`begin` was called: the answer's ``start`` went out.
+        self.begun = False
+        #: The answer's message metadata so far (the model…), sent with its ``finish``.
+        self.metadata: dict[str, Any] = {}
 
     # -- the calling contract (chunkbridge.translators.core.turn.EventTranslator)
     # ---------------------------
@@ -269,6 +188,57 @@ class Translator:
         self.started = True
         data = {k: v for k, v in event.items() if k != "type"}
         return [{"type": DATA_PREFIX + event_type, "data": data, "transient": True}]
+
+    # -- the answer's lifecycle: how every dialect opens and ends one ---------------------------
+
+    def begin(
+        self, *, model: Any = None, metadata: Mapping[str, Any] | None = None, step: bool = True
+    ) -> list[Chunk]:
+        """The answer's opening, once (``[]`` after): ``start`` then ``start-step`` (``step=False``:
+        the dialect opens its steps itself). ``start.messageMetadata`` has the ``model`` the
+        upstream named (kept in :attr:`metadata` for the finish too) and ``metadata``. When other
+        chunks already went out (the guard opened the message for them), the metadata comes as
+        a ``message-metadata`` chunk instead."""
+        if self.begun:
+            return []
+        self.begun = True
+        shown: dict[str, Any] = {}
+        if isinstance(model, str) and model:
+            self.metadata["model"] = shown["model"] = model
+        if metadata:
+            shown.update(metadata)
+        out: list[Chunk] = []
+        if not self.started:
+            start: Chunk = {"type": "start"}
+            if shown:
+                start["messageMetadata"] = shown
+            out.append(start)
+        elif shown:
+            out.append({"type": "message-metadata", "messageMetadata": shown})
+        if step:
+            out.append({"type": "start-step"})
+        return out
+
+    def finish(
+        self,
+        finish_reason: str | None,
+        *,
+        usage: Mapping[str, int] | None = None,
+        step: bool = True,
+        **metadata: Any,
+    ) -> list[Item]:
+        """The answer's end: ``finish-step`` (``step=False``: the dialect ended the step itself)
+        and the :class:`CloseRequest` that completes the turn with ``finish_reason`` and the
+        message metadata — :attr:`metadata`, the ``usage`` if any, then ``metadata`` whose values
+        are not ``None``; none at all when that is empty."""
+        merged = dict(self.metadata)
+        if usage:
+            merged["usage"] = usage
+        merged.update((k, v) for k, v in metadata.items() if v is not None)
+        close = CloseRequest(
+            CloseReason.COMPLETED, finish_reason=finish_reason, message_metadata=merged or None
+        )
+        return [{"type": "finish-step"}, close] if step else [close]
 
     # -- helpers for dialects: one text and one reasoning part at a time ------------------------
 

@@ -1,55 +1,31 @@
-"""The ``anthropic-messages`` dialect: Anthropic's Messages API, streamed over HTTP SSE.
-
-Events → UI chunks (mapping and reasons: ``protocol_specs/anthropic_messages.py``), and the
-request: ``POST {upstream}/v1/messages`` with ``stream: true``, built from the ``UIMessage``
-history, the deployment's model, system prompt, tools and options.
-"""
+"""The ``anthropic-messages`` translator: upstream events → UI chunks."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
-from pydantic import Field
 
 from chunkbridge.kit import (
     Chunk,
     CloseReason,
     CloseRequest,
-    DemoStep,
-    Dialect,
-    HttpRequest,
-    HttpSseContract,
     IndexedParts,
     Item,
     MalformedEvent,
-    Pause,
-    RequestRejected,
     StreamedToolCalls,
     Translator,
     TranslatorOptions,
-    TurnInput,
     error_message,
     optional_str,
     require_dict,
     require_str,
     usage_metadata,
 )
-from chunkbridge.kit.provider import (
-    ProviderSettings,
-    apply_overrides,
-    parse_data_url,
-    provider_error,
-    start_chunks,
-    steps_of,
-    system_prompt,
-)
-from chunkbridge.protocol_specs import anthropic_messages as spec
-from chunkbridge.protocol_specs import anthropic_messages_tools as tools_spec
 from chunkbridge.protocol_specs.anthropic_messages import STOP_REASONS, USAGE_FIELDS
-
-__all__ = ["DIALECT", "AnthropicMessagesTranslator", "AnthropicSettings"]
+from chunkbridge.protocol_specs.anthropic_messages_tools import CODE_EXECUTION_TOOLS
+from chunkbridge.translators.dialects.anthropic_messages import tools
 
 _PROVIDER = "anthropic"
 
@@ -81,8 +57,6 @@ class AnthropicMessagesTranslator(Translator):
         #: block index → the code execution tool (bash / text editor) its input names as
         #: ``type`` once complete, as the AI SDK shows the one declared ``code_execution``.
         self._code_inputs: dict[int, str] = {}
-        self._started = False
-        self._metadata: dict[str, Any] = {}
         self._usage: dict[str, Any] = {}
         self._stop_reason: str | None = None
         #: The block index of the text part in :attr:`text_id` (the pipeline's fast path).
@@ -104,12 +78,6 @@ class AnthropicMessagesTranslator(Translator):
 
     # -- message ---------------------------------------------------------------------------------
 
-    def _begin(self, model: Any = None) -> list[Chunk]:
-        if self._started:
-            return []
-        self._started = True
-        return start_chunks(self._metadata, model)
-
     def _on_message_start(self, event: dict[str, Any]) -> Sequence[Item]:
         message = require_dict(event.get("message"), "'message'")
         usage = message.get("usage")
@@ -117,7 +85,7 @@ class AnthropicMessagesTranslator(Translator):
             self._usage.update(usage)
         if isinstance(message.get("stop_reason"), str):
             self._stop_reason = message["stop_reason"]
-        out: list[Item] = [*self._begin(message.get("model"))]
+        out: list[Item] = [*self.begin(model=message.get("model"))]
         # A response may come whole in its message_start (a call a program made): each block
         # as if streamed.
         for index, block in enumerate(message.get("content") or ()):
@@ -134,31 +102,21 @@ class AnthropicMessagesTranslator(Translator):
             self._stop_reason = reason
         sequence = delta.get("stop_sequence")
         if isinstance(sequence, str):
-            self._metadata["stopSequence"] = sequence
+            self.metadata["stopSequence"] = sequence
         usage = event.get("usage")
         if isinstance(usage, dict):
             self._usage.update({k: v for k, v in usage.items() if v is not None})
         return []
 
     def _on_message_stop(self, event: dict[str, Any]) -> Sequence[Item]:
-        out: list[Item] = [*self._begin()]
+        out: list[Item] = [*self.begin()]
         out += self._parts.end_all()
         out += self._tools.complete()
         out += self._server_tools.complete()
-        out.append({"type": "finish-step"})
         reason = self._stop_reason
-        usage = usage_metadata(self._usage, USAGE_FIELDS)
-        metadata = dict(self._metadata)
-        if usage:
-            metadata["usage"] = usage
-        if reason is not None:
-            metadata["stopReason"] = reason
         finish_reason = STOP_REASONS.get(reason, "other") if reason is not None else "other"
-        out.append(
-            CloseRequest(
-                CloseReason.COMPLETED, finish_reason=finish_reason, message_metadata=metadata
-            )
-        )
+        usage = usage_metadata(self._usage, USAGE_FIELDS)
+        out += self.finish(finish_reason, usage=usage, stopReason=reason)
         return out
 
     def _on_ping(self, event: dict[str, Any]) -> Sequence[Item]:
@@ -185,7 +143,7 @@ class AnthropicMessagesTranslator(Translator):
         index = self._index(event)
         block = require_dict(event.get("content_block"), "'content_block'")
         kind = require_str(block, "type")
-        out: list[Item] = [*self._begin()]
+        out: list[Item] = [*self.begin()]
         if kind == "text":
             self._blocks[index] = "text"
             out += self._parts.start(index, "text")
@@ -221,11 +179,11 @@ class AnthropicMessagesTranslator(Translator):
             calls = self._tools if kind == "tool_use" else self._server_tools
             self._blocks[index] = "tool" if kind == "tool_use" else "server-tool"
             name, tool_input = require_str(block, "name"), block.get("input")
-            caller = tools_spec.caller_metadata(block)
+            caller = tools.caller_metadata(block)
             if kind == "server_tool_use":
-                if name in tools_spec.CODE_EXECUTION_TOOLS:
+                if name in CODE_EXECUTION_TOOLS:
                     self._code_inputs[index] = name  # its input gets the type when complete
-                name = tools_spec.server_tool_name(name)
+                name = tools.server_tool_name(name)
             if caller:
                 self._call_meta[index] = caller
             initial = orjson.dumps(tool_input).decode() if tool_input else None
@@ -318,7 +276,7 @@ class AnthropicMessagesTranslator(Translator):
             ]
         out: list[Chunk] = []
         if kind == "web_search_tool_result" and isinstance(content, list):
-            output: Any = tools_spec.web_search_output(content)
+            output: Any = tools.web_search_output(content)
             for result in output:
                 if isinstance(result.get("url"), str):
                     source: Chunk = {
@@ -344,7 +302,7 @@ class AnthropicMessagesTranslator(Translator):
                 return [
                     {"type": "tool-output-error", "toolCallId": call_id, "errorText": text, **flags}
                 ]
-        output = tools_spec.server_tool_output(kind, content)
+        output = tools.server_tool_output(kind, content)
         return [{"type": "tool-output-available", "toolCallId": call_id, "output": output, **flags}]
 
     def _mcp_call(self, block: dict[str, Any]) -> list[Chunk]:
@@ -438,169 +396,3 @@ def _text_citation(citation: dict[str, Any]) -> dict[str, Any]:
     if isinstance(citation.get("cited_text"), str):
         out["citedText"] = citation["cited_text"]
     return out
-
-
-# -- the upstream contract -----------------------------------------------------------------------
-
-
-class AnthropicSettings(ProviderSettings):
-    """Settings of the ``anthropic-messages`` dialect (``[anthropic-messages]`` in TOML)."""
-
-    model: str = Field("claude-sonnet-4-5", description="the model to request")
-    path: str = Field(spec.DEFAULT_PATH, description="path of the Messages endpoint")
-    max_output_tokens: int | None = Field(
-        4096, description="max_tokens of each answer (the API requires one)"
-    )
-    api_version: str = Field(spec.API_VERSION, description="the anthropic-version header")
-    beta: list[str] = Field([], description="anthropic-beta feature names to enable")
-
-
-def _tools(settings: AnthropicSettings) -> list[dict[str, Any]]:
-    tools = []
-    for name, definition in settings.tools.items():
-        if "type" in definition:  # a server tool (web_search_20250305…), sent as configured
-            tools.append({"name": name, **definition})
-            continue
-        tool = {"name": name, "input_schema": definition.get("input_schema") or {"type": "object"}}
-        if definition.get("description"):
-            tool["description"] = definition["description"]
-        tools.append(tool)
-    return tools
-
-
-def request_body(turn: TurnInput) -> dict[str, Any]:
-    settings: AnthropicSettings = turn.settings or AnthropicSettings()
-    messages = turn.request.messages
-    try:
-        converted = spec.messages_from_ui(messages, steps_of, parse_data_url)
-    except ValueError as exc:
-        raise RequestRejected(str(exc)) from exc
-    if not converted:
-        raise RequestRejected("The request has no message to send.")
-    body: dict[str, Any] = {
-        "model": settings.model,
-        "max_tokens": settings.max_output_tokens or 4096,
-        "stream": True,
-    }
-    system = system_prompt(settings, messages)
-    if system:
-        body["system"] = system
-    body["messages"] = converted
-    tools = _tools(settings)
-    if tools:
-        body["tools"] = tools
-    body.update(settings.options)
-    return apply_overrides(body, turn, settings.body_overrides)
-
-
-def _request(turn: TurnInput) -> HttpRequest:
-    settings: AnthropicSettings = turn.settings or AnthropicSettings()
-    headers = {"anthropic-version": settings.api_version}
-    if settings.api_key is not None:
-        headers["x-api-key"] = settings.api_key.get_secret_value()
-    if settings.beta:
-        headers["anthropic-beta"] = ",".join(settings.beta)
-    return HttpRequest(path=settings.path, body=request_body(turn), headers=headers)
-
-
-def _error_frame(status: int, body: bytes) -> str:
-    """Anthropic's ``error`` event for a refused request (translated like one mid-stream)."""
-    error = provider_error(status, body)
-    error.setdefault("type", "api_error")
-    return orjson.dumps({"type": "error", "error": error}).decode()
-
-
-# -- the demo ------------------------------------------------------------------------------------
-
-
-def _demo(request: dict[str, Any], turn: int, aborted: Any) -> Iterator[DemoStep]:
-    """A short answer with a signed thinking block, and a tool call when asked for the weather."""
-    text = ""
-    for message in reversed(request.get("messages") or []):
-        if message.get("role") == "user":
-            text = " ".join(
-                c.get("text", "") for c in message.get("content", []) if c.get("type") == "text"
-            )
-            break
-    usage = {"input_tokens": 12 + len(text) // 4, "output_tokens": 1}
-    yield {
-        "type": "message_start",
-        "message": {
-            "id": f"msg_demo_{turn}",
-            "type": "message",
-            "role": "assistant",
-            "model": request.get("model", "demo"),
-            "content": [],
-            "usage": usage,
-        },
-    }
-    yield {
-        "type": "content_block_start",
-        "index": 0,
-        "content_block": {"type": "thinking", "thinking": "", "signature": ""},
-    }
-    for piece in ("The user wrote ", f"{len(text)} characters", "; I answer briefly."):
-        yield Pause(0.05)
-        yield {
-            "type": "content_block_delta",
-            "index": 0,
-            "delta": {"type": "thinking_delta", "thinking": piece},
-        }
-    yield {
-        "type": "content_block_delta",
-        "index": 0,
-        "delta": {"type": "signature_delta", "signature": "ZGVtby1zaWduYXR1cmU="},
-    }
-    yield {"type": "content_block_stop", "index": 0}
-    yield {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}}
-    words = f"You said: {text}. This answer streams from the demo Anthropic upstream.".split(" ")
-    for word in words:
-        if aborted():
-            return
-        yield Pause(0.04)
-        yield {
-            "type": "content_block_delta",
-            "index": 1,
-            "delta": {"type": "text_delta", "text": word + " "},
-        }
-    yield {"type": "content_block_stop", "index": 1}
-    reason = "end_turn"
-    if "weather" in text.lower():
-        reason = "tool_use"
-        yield {
-            "type": "content_block_start",
-            "index": 2,
-            "content_block": {
-                "type": "tool_use",
-                "id": f"toolu_demo_{turn}",
-                "name": "get_weather",
-                "input": {},
-            },
-        }
-        for piece in ('{"city": ', '"Paris"}'):
-            yield Pause(0.05)
-            yield {
-                "type": "content_block_delta",
-                "index": 2,
-                "delta": {"type": "input_json_delta", "partial_json": piece},
-            }
-        yield {"type": "content_block_stop", "index": 2}
-    yield {
-        "type": "message_delta",
-        "delta": {"stop_reason": reason, "stop_sequence": None},
-        "usage": {"output_tokens": len(words) + 12},
-    }
-    yield {"type": "message_stop"}
-
-
-DIALECT = Dialect(
-    name="anthropic-messages",
-    summary="Anthropic Messages API streams (HTTP SSE: POST /v1/messages)",
-    translator=AnthropicMessagesTranslator,
-    http=HttpSseContract(
-        request=_request, error_frame=_error_frame, retry_statuses=spec.RETRY_STATUSES
-    ),
-    settings=AnthropicSettings,
-    spec=spec.__name__,
-    demo=_demo,
-)

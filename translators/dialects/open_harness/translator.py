@@ -1,9 +1,4 @@
-"""The ``open-harness`` dialect: an agent-harness flow runtime (``agent:*``, ``node:*``,
-``flow:*`` events) over WebSocket.
-
-Events → UI chunks (mapping and reasons: ``protocol_specs/open_harness.py``), and the send and
-abort frames that drive a run over WebSocket.
-"""
+"""The ``open-harness`` translator: upstream events → UI chunks."""
 
 from __future__ import annotations
 
@@ -15,24 +10,18 @@ from chunkbridge.kit import (
     Chunk,
     CloseReason,
     CloseRequest,
-    Dialect,
     Item,
     MalformedEvent,
     Translator,
     TranslatorOptions,
-    TurnInput,
-    WebSocketContract,
     error_message,
     optional_str,
 )
-from chunkbridge.protocol_specs import open_harness as spec
 from chunkbridge.protocol_specs.open_harness import (
     BOOKKEEPING_PREFIXES,
     FLOW_STATUS_ENDS,
     FLOW_STATUS_PART_ID,
 )
-
-__all__ = ["DIALECT", "OpenHarnessTranslator"]
 
 _MISSING = object()
 
@@ -245,23 +234,3 @@ class OpenHarnessTranslator(Translator):
             out.append(self._flow_status("error"))
         out.append(CloseRequest(CloseReason.UPSTREAM_ERROR, text))
         return out
-
-
-# -- the upstream contract -----------------------------------------------------------------------
-
-
-def _send_frame(turn: TurnInput) -> dict[str, Any]:
-    return spec.send_frame(turn.run_id, turn.require_prompt().text)
-
-
-def _abort_frame(turn: TurnInput) -> dict[str, Any]:
-    return spec.abort_frame(turn.run_id)
-
-
-DIALECT = Dialect(
-    name="open-harness",
-    summary="agent-harness flow runtime events (agent:*, node:*, flow:*)",
-    translator=OpenHarnessTranslator,
-    websocket=WebSocketContract(prompt_frame=_send_frame, abort_frame=_abort_frame),
-    spec=spec.__name__,
-)

@@ -1,42 +1,26 @@
-"""The ``openai-chat`` dialect: OpenAI-compatible ``chat.completion.chunk`` streams.
-
-Chunks → UI chunks (mapping and reasons: ``protocol_specs/openai_chat.py``), and the request:
-``POST {upstream}/v1/chat/completions`` with ``stream: true`` over HTTP, or the same body as the
-first frame over a WebSocket.
-"""
+"""The ``openai-chat`` translator: upstream events → UI chunks."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-import orjson
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
-
 from chunkbridge.kit import (
     Chunk,
     CloseReason,
     CloseRequest,
-    Dialect,
-    HttpRequest,
-    HttpSseContract,
     Item,
     MalformedEvent,
     StreamedToolCalls,
     Translator,
     TranslatorOptions,
-    TurnInput,
-    WebSocketContract,
+    content_pieces,
     error_message,
     require_dict,
     require_list,
     usage_metadata,
 )
-from chunkbridge.kit.provider import content_pieces
-from chunkbridge.protocol_specs import openai_chat as spec
 from chunkbridge.protocol_specs.openai_chat import FINISH_REASONS, TERMINAL_FRAME, USAGE_FIELDS
-
-__all__ = ["DIALECT", "OpenAIChatSettings", "OpenAIChatTranslator"]
 
 _CHUNK = "chat.completion.chunk"
 _CHUNK_PREFIX = "chat.completion"
@@ -53,12 +37,10 @@ class OpenAIChatTranslator(Translator):
 
     def __init__(self, options: TranslatorOptions | None = None) -> None:
         super().__init__(options)
-        self._started = False
         #: Tool calls of the current choice by ``index``, in first-seen order.
         self._tools = StreamedToolCalls(self.ids, self.tool_flags())
         #: Mapped finishReason of the finished choice, waiting for usage / ``[DONE]``.
         self._finish_reason: str | None = None
-        self._metadata: dict[str, Any] = {}
         #: URLs of the ``citations`` list already shown as sources (Perplexity repeats it).
         self._cited: set[str] = set()
 
@@ -105,13 +87,7 @@ class OpenAIChatTranslator(Translator):
         if not choices and not usage:
             self.stats["no-choices"] += 1  # provider noise (Azure's prompt filter results)
             return out
-        if not self._started:
-            self._started = True
-            start: Chunk = {"type": "start"}
-            if isinstance(event.get("model"), str) and event["model"]:
-                self._metadata["model"] = event["model"]
-                start["messageMetadata"] = {"model": event["model"]}
-            out += (start, {"type": "start-step"})
+        out += self.begin(model=event.get("model"))
         citations = event.get("citations")
         if type(citations) is list and len(citations) > len(self._cited):
             out += self._citation_sources(citations)
@@ -124,7 +100,7 @@ class OpenAIChatTranslator(Translator):
         if not choices:
             self.stats["no-choices"] += 1  # usage-only chunk or provider noise (Azure filters)
         if isinstance(usage, dict) and usage:
-            self._metadata["usage"] = usage_metadata(usage, USAGE_FIELDS)
+            self.metadata["usage"] = usage_metadata(usage, USAGE_FIELDS)
             if self._finish_reason is not None and not choices:
                 out.append(self._finish())
         return out
@@ -207,75 +183,10 @@ class OpenAIChatTranslator(Translator):
             arguments=arguments if isinstance(arguments, str) else None,
         )
 
-    def _finish(self) -> CloseRequest:
-        return CloseRequest(
-            CloseReason.COMPLETED,
-            finish_reason=self._finish_reason,
-            message_metadata=self._metadata or None,
-        )
+    def _finish(self) -> Item:
+        return self.finish(self._finish_reason, step=False)[0]  # its finish-step went already
 
     def _on_error(self, event: dict[str, Any]) -> Sequence[Item]:
         text = error_message(event.get("error"), "The model provider reported an error.")
         # Half-streamed tool calls are settled by the guard (tool-output-error), not completed.
         return [CloseRequest(CloseReason.UPSTREAM_ERROR, text)]
-
-
-# -- the upstream contract -----------------------------------------------------------------------
-
-
-class OpenAIChatSettings(BaseModel):
-    """Settings of the ``openai-chat`` dialect (``[openai-chat]`` in the TOML file)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    model: str = Field("gpt-4.1-mini", description="the model to request")
-    api_key: SecretStr | None = Field(
-        None,
-        description="API key, sent as 'Authorization: Bearer' (HTTP upstreams); prefer the "
-        "environment variable to the flag",
-    )
-    path: str = Field(
-        "/v1/chat/completions", description="path of the endpoint, under the upstream URL"
-    )
-
-
-def _body(turn: TurnInput) -> dict[str, Any]:
-    settings: OpenAIChatSettings = turn.settings or OpenAIChatSettings()
-    return {
-        "model": settings.model,
-        "stream": True,
-        "stream_options": {"include_usage": True},
-        "messages": spec.messages_from_ui(turn.request.messages),
-    }
-
-
-def _request(turn: TurnInput) -> HttpRequest:
-    settings: OpenAIChatSettings = turn.settings or OpenAIChatSettings()
-    headers = {}
-    if settings.api_key is not None:
-        headers["authorization"] = f"Bearer {settings.api_key.get_secret_value()}"
-    return HttpRequest(path=settings.path, body=_body(turn), headers=headers)
-
-
-def _error_frame(status: int, body: bytes) -> str:
-    """The provider's error object (its message is what the user should read), or a generic
-    one when the body is not an OpenAI error."""
-    try:
-        parsed = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        parsed = None
-    if isinstance(parsed, dict) and "error" in parsed:
-        return orjson.dumps({"error": parsed["error"]}).decode()
-    message = f"The model provider refused the request ({status})."
-    return orjson.dumps({"error": {"message": message}}).decode()
-
-
-DIALECT = Dialect(
-    name="openai-chat",
-    summary="OpenAI-compatible chat.completion.chunk streams (HTTP SSE or WebSocket)",
-    translator=OpenAIChatTranslator,
-    websocket=WebSocketContract(prompt_frame=_body, abort_frame=lambda turn: {"type": "abort"}),
-    http=HttpSseContract(request=_request, error_frame=_error_frame),
-    settings=OpenAIChatSettings,
-    spec=spec.__name__,
-)

@@ -1,47 +1,28 @@
-"""The ``ag-ui`` dialect: AG-UI 1.0 agents (pydantic-ai, LangGraph, CrewAI, Mastra, AgentCore…).
-
-Events → UI chunks (mapping and reasons: ``protocol_specs/ag_ui.py``), and the run request: a
-``RunAgentInput`` POSTed over HTTP (SSE back) or sent as the first WebSocket frame.
-"""
+"""The ``ag-ui`` translator: upstream events → UI chunks."""
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Iterator, Sequence
-from typing import Any, Literal
-
-import jsonpatch
-from pydantic import BaseModel, ConfigDict, Field
+from collections.abc import Sequence
+from typing import Any
 
 from chunkbridge.kit import (
     Chunk,
     CloseReason,
     CloseRequest,
-    DemoStep,
-    Dialect,
-    HttpRequest,
-    HttpSseContract,
     IndexedParts,
     Item,
     MalformedEvent,
-    Pause,
-    RequestRejected,
     StreamedToolCalls,
     Translator,
     TranslatorOptions,
-    TurnInput,
-    WebSocketContract,
     error_message,
     flat_text_delta,
     optional_str,
-    require_list,
     require_str,
 )
-from chunkbridge.kit.provider import apply_overrides, start_chunks, steps_of
 from chunkbridge.protocol_specs import ag_ui as spec
-from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL
-
-__all__ = ["DIALECT", "AgUiSettings", "AgUiTranslator"]
+from chunkbridge.translators.dialects.ag_ui.documents import Documents
+from chunkbridge.translators.dialects.ag_ui.request import AgUiSettings
 
 _PROVIDER = "agUi"
 #: The part key of the one reasoning part a 0.x ``THINKING_TEXT_MESSAGE_*`` run has.
@@ -101,12 +82,8 @@ class AgUiTranslator(Translator):
         self._calls: dict[str, bool] = {}
         #: calls whose result arrived.
         self._answered: set[str] = set()
-        self._state: Any = None
-        self._activities: dict[str, Any] = {}
-        self._subagents: dict[str, dict[str, Any]] = {}
+        self._documents = Documents()
         self._encrypted: dict[str, str] = {}
-        self._started = False
-        self._metadata: dict[str, Any] = {}
         #: The message a ``*_CHUNK`` event without an id continues, and its kind.
         self._chunk_message: str | None = None
         self._chunk_call: str | None = None
@@ -132,33 +109,24 @@ class AgUiTranslator(Translator):
 
     # -- the run ---------------------------------------------------------------------------------
 
-    def _begin(self) -> list[Chunk]:
-        if self._started:
-            return []
-        self._started = True
-        return start_chunks(self._metadata, None)
-
     def _on_run_started(self, event: dict[str, Any]) -> Sequence[Item]:
-        if self._started:
+        if self.begun:
             return []
         for key in ("threadId", "runId"):
             value = optional_str(event, key)
             if value:
-                self._metadata[key] = value
-        out = self._begin()
-        if self._metadata:
-            out[0]["messageMetadata"] = dict(self._metadata)
-        return out
+                self.metadata[key] = value
+        return self.begin(metadata=dict(self.metadata))
 
     def _on_run_finished(self, event: dict[str, Any]) -> Sequence[Item]:
-        out: list[Item] = [*self._begin()]
+        out: list[Item] = [*self.begin()]
         outcome = event.get("outcome")
         outcome = outcome if isinstance(outcome, dict) else {"type": "success"}
         kind = outcome.get("type", "success")
-        self._metadata["outcome"] = kind
+        self.metadata["outcome"] = kind
         for key in ("result", "usage"):
             if event.get(key) is not None:
-                self._metadata[key] = event[key]
+                self.metadata[key] = event[key]
         out += self._end_all()
         if kind == "interrupt":
             out += self._interrupts(outcome.get("interrupts"))
@@ -169,12 +137,7 @@ class AgUiTranslator(Translator):
             pending = outcome.get("pendingToolCallIds")
             waiting = bool(pending) or any(c not in self._answered for c in self._calls)
             finish = "tool-calls" if waiting else "stop"
-        out.append({"type": "finish-step"})
-        out.append(
-            CloseRequest(
-                CloseReason.COMPLETED, finish_reason=finish, message_metadata=self._metadata
-            )
-        )
+        out += self.finish(finish)
         return out
 
     def _interrupts(self, interrupts: Any) -> list[Chunk]:
@@ -223,7 +186,7 @@ class AgUiTranslator(Translator):
 
     def _on_nothing(self, event: dict[str, Any]) -> Sequence[Item]:
         self.stats["no-content-event"] += 1
-        return self._begin()
+        return self.begin()
 
     # -- text and reasoning ----------------------------------------------------------------------
 
@@ -232,7 +195,7 @@ class AgUiTranslator(Translator):
         delta = require_str(event, "delta")
         if event.get("subagentRunId") is not None:
             return self._subagent_text(message, delta, event["subagentRunId"])
-        out = [*self._begin(), *self._parts.delta(message, "text", delta)] if delta else []
+        out = [*self.begin(), *self._parts.delta(message, "text", delta)] if delta else []
         if delta:
             self.text_id, self._fast_message = self._parts.part_id(message), message
         return out
@@ -241,7 +204,7 @@ class AgUiTranslator(Translator):
         """A sub-agent's words are not the answer: a reasoning part marked with its run id."""
         if not delta:
             return []
-        out = self._begin()
+        out = self.begin()
         if self._parts.part_id(message) is None:
             out += self._parts.start(message, "reasoning", {_PROVIDER: {"subagentRunId": run_id}})
         return [*out, *self._parts.delta(message, "reasoning", delta)]
@@ -261,7 +224,7 @@ class AgUiTranslator(Translator):
         self._chunk_message = message
         delta = optional_str(event, "delta")
         if delta:
-            out += [*self._begin(), *self._parts.delta(message, "text", delta)]
+            out += [*self.begin(), *self._parts.delta(message, "text", delta)]
         return out
 
     def _reasoning_key(self, event: dict[str, Any]) -> str:
@@ -272,7 +235,7 @@ class AgUiTranslator(Translator):
         delta = require_str(event, "delta")
         if not delta:
             return []
-        return [*self._begin(), *self._parts.delta(self._reasoning_key(event), "reasoning", delta)]
+        return [*self.begin(), *self._parts.delta(self._reasoning_key(event), "reasoning", delta)]
 
     def _on_reasoning_chunk(self, event: dict[str, Any]) -> Sequence[Item]:
         return self._on_reasoning({**event, "delta": optional_str(event, "delta") or ""})
@@ -297,7 +260,7 @@ class AgUiTranslator(Translator):
             return []
         data = {k: v for k, v in event.items() if k in ("subtype", "entityId", "encryptedValue")}
         return [
-            *self._begin(),
+            *self.begin(),
             {"type": "data-reasoning-encrypted", "data": data, "transient": True},
         ]
 
@@ -311,7 +274,7 @@ class AgUiTranslator(Translator):
 
     def _on_tool_start(self, event: dict[str, Any]) -> Sequence[Item]:
         call_id, name = require_str(event, "toolCallId"), require_str(event, "toolCallName")
-        out = [*self._begin(), *self._parts.end_all()]
+        out = [*self.begin(), *self._parts.end_all()]
         self.text_id = self._fast_message = None
         return [*out, *self._tools_for(call_id, name).delta(call_id, call_id=call_id, name=name)]
 
@@ -331,7 +294,7 @@ class AgUiTranslator(Translator):
         self.text_id = self._fast_message = None
         call_id = optional_str(event, "toolCallId") or self._chunk_call
         name = optional_str(event, "toolCallName")
-        out: list[Item] = [*self._begin()]
+        out: list[Item] = [*self.begin()]
         if call_id is None:
             if name is None:
                 raise MalformedEvent("a TOOL_CALL_CHUNK with neither a call id nor a name")
@@ -358,7 +321,7 @@ class AgUiTranslator(Translator):
 
     def _on_tool_result(self, event: dict[str, Any]) -> Sequence[Item]:
         call_id = require_str(event, "toolCallId")
-        out: list[Item] = [*self._begin()]
+        out: list[Item] = [*self.begin()]
         app = self._calls.get(call_id)
         if app is not None:
             out += self._tools_for(call_id, None).complete(call_id)  # a result without an END
@@ -381,224 +344,28 @@ class AgUiTranslator(Translator):
     # -- state, activities, steps and the rest ---------------------------------------------------
 
     def _on_state_snapshot(self, event: dict[str, Any]) -> Sequence[Item]:
-        self._state = copy.deepcopy(event.get("snapshot"))
-        return [*self._begin(), {"type": "data-state", "id": "state", "data": self._state}]
+        return [*self.begin(), self._documents.state_snapshot(event)]
 
     def _on_state_delta(self, event: dict[str, Any]) -> Sequence[Item]:
-        patch = require_list(event.get("delta"), "'delta'")
-        self._state = _patched(self._state if self._state is not None else {}, patch)
-        return [*self._begin(), {"type": "data-state", "id": "state", "data": self._state}]
+        return [*self.begin(), self._documents.state_delta(event)]
 
     def _on_activity_snapshot(self, event: dict[str, Any]) -> Sequence[Item]:
-        message = require_str(event, "messageId")
-        content = copy.deepcopy(event.get("content"))
-        previous = self._activities.get(message)
-        if (
-            event.get("replace") is False
-            and isinstance(previous, dict)
-            and isinstance(content, dict)
-        ):
-            content = {**previous, **content}
-        self._activities[message] = content
-        return [*self._begin(), self._activity(message, event.get("activityType"))]
+        return [*self.begin(), self._documents.activity_snapshot(event)]
 
     def _on_activity_delta(self, event: dict[str, Any]) -> Sequence[Item]:
-        message = require_str(event, "messageId")
-        patch = require_list(event.get("patch"), "'patch'")
-        self._activities[message] = _patched(self._activities.get(message) or {}, patch)
-        return [*self._begin(), self._activity(message, event.get("activityType"))]
-
-    def _activity(self, message: str, activity_type: Any) -> Chunk:
-        data = {"activityType": activity_type, "content": self._activities[message]}
-        return {"type": "data-activity", "id": message, "data": data}
+        return [*self.begin(), self._documents.activity_delta(event)]
 
     def _on_step(self, event: dict[str, Any]) -> Sequence[Item]:
         name = require_str(event, "stepName")
         status = "started" if event["type"] == "STEP_STARTED" else "finished"
         part = {"type": "data-step", "id": name, "data": {"name": name, "status": status}}
-        return [*self._begin(), part]
+        return [*self.begin(), part]
 
     def _on_subagent(self, event: dict[str, Any]) -> Sequence[Item]:
-        run_id = require_str(event, "subagentRunId")
-        status = {"SUBAGENT_STARTED": "started", "SUBAGENT_FINISHED": "finished"}.get(
-            event["type"], "error"
-        )
-        fields = {k: v for k, v in event.items() if k not in ("type", "timestamp", "rawEvent")}
-        # What each event says is kept: the part is replaced in place, and the finish event does
-        # not repeat the name the start gave.
-        data = self._subagents[run_id] = {**self._subagents.get(run_id, {}), **fields}
-        data["status"] = status
-        return [*self._begin(), {"type": "data-subagent", "id": run_id, "data": dict(data)}]
+        return [*self.begin(), self._documents.subagent(event)]
 
     def _on_transient(self, event: dict[str, Any]) -> Sequence[Item]:
         kind = {"MESSAGES_SNAPSHOT": "messages-snapshot", "CUSTOM": "custom", "RAW": "raw"}
         data = {k: v for k, v in event.items() if k not in ("type", "timestamp")}
         part = {"type": f"data-{kind[event['type']]}", "data": data, "transient": True}
-        return [*self._begin(), part]
-
-
-def _patched(document: Any, patch: list[Any]) -> Any:
-    """``document`` with the RFC 6902 ``patch`` applied (a new object: earlier chunks that
-    carried the old one are not changed under the encoder's feet)."""
-    try:
-        return jsonpatch.apply_patch(document, patch, in_place=False)
-    except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, TypeError) as exc:
-        raise MalformedEvent(f"the JSON Patch does not apply: {exc}") from exc
-
-
-# -- the upstream contract -----------------------------------------------------------------------
-
-
-class AgUiSettings(BaseModel):
-    """Settings of the ``ag-ui`` dialect (``[ag-ui]`` in the TOML file)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    path: str = Field("", description="path of the agent's endpoint under the upstream URL (HTTP)")
-    thread_id: Literal["session", "chat"] = Field(
-        "session", description="what the run's threadId is: the session id or the chat id"
-    )
-    messages: Literal["full", "latest"] = Field(
-        "full",
-        description="full: the whole history each run (stateless agents); latest: only the "
-        "newest user message (agents that keep the thread)",
-    )
-    tools: dict[str, dict[str, Any]] = Field(
-        {},
-        description="frontend tools by name: {description, input_schema}; the agent may call "
-        "them and the app runs them",
-    )
-    body_overrides: list[str] = Field(
-        [],
-        description="RunAgentInput fields the client's request body may set: state, context, "
-        "forwardedProps, tools",
-    )
-
-
-def run_input(turn: TurnInput) -> dict[str, Any]:
-    """The ``RunAgentInput`` of one turn."""
-    settings: AgUiSettings = turn.settings or AgUiSettings()
-    resumed = frozenset(a.tool_call_id for a in turn.approval_answers)
-    messages = spec.messages_from_ui(
-        turn.request.messages, steps_of, latest_only=settings.messages == "latest", resumed=resumed
-    )
-    if not any(m["role"] == "user" for m in messages):
-        raise RequestRejected("The request has no user message to send.")
-    tools = [
-        {
-            "name": name,
-            "description": definition.get("description") or name,
-            "parameters": definition.get("input_schema") or {"type": "object"},
-        }
-        for name, definition in settings.tools.items()
-    ]
-    body: dict[str, Any] = {
-        "threadId": turn.session_id if settings.thread_id == "session" else turn.chat_id,
-        "runId": turn.run_id,
-        "state": {},
-        "messages": messages,
-        "tools": tools,
-        "context": [],
-        "forwardedProps": {},
-    }
-    questions = [
-        (call.tool_call_id, call.output, call.is_error)
-        for call in turn.answered_calls()
-        if call.tool_name == QUESTION_TOOL
-    ]
-    approvals = [(a.approval_id, a.approved, a.reason) for a in turn.approval_answers]
-    if questions or approvals:
-        body["resume"] = spec.resume_entries(questions, approvals)
-    return apply_overrides(body, turn, settings.body_overrides)
-
-
-def _request(turn: TurnInput) -> HttpRequest:
-    settings: AgUiSettings = turn.settings or AgUiSettings()
-    return HttpRequest(path=settings.path, body=run_input(turn))
-
-
-# -- the demo ------------------------------------------------------------------------------------
-
-
-def _demo(request: dict[str, Any], turn: int, aborted: Any) -> Iterator[DemoStep]:
-    """A step, reasoning, state, an agent tool with its result, and an answer."""
-    text = ""
-    for message in reversed(request.get("messages") or []):
-        if message.get("role") == "user":
-            content = message.get("content")
-            text = content if isinstance(content, str) else ""
-            break
-    run = {"threadId": request.get("threadId", "demo"), "runId": request.get("runId", "run")}
-    yield {"type": "RUN_STARTED", **run}
-    resume = request.get("resume") or []
-    if resume or "approve" in text.lower():
-        yield from _demo_approval(resume, run, turn)
-        return
-    yield {"type": "STEP_STARTED", "stepName": "plan"}
-    yield {"type": "REASONING_MESSAGE_CONTENT", "messageId": f"r{turn}", "delta": "Planning. "}
-    yield {"type": "REASONING_MESSAGE_END", "messageId": f"r{turn}"}
-    yield {"type": "STATE_SNAPSHOT", "snapshot": {"turn": turn, "todo": ["search", "answer"]}}
-    yield {"type": "STEP_FINISHED", "stepName": "plan"}
-    yield {"type": "TOOL_CALL_START", "toolCallId": f"call-{turn}", "toolCallName": "search"}
-    yield {"type": "TOOL_CALL_ARGS", "toolCallId": f"call-{turn}", "delta": '{"q": "demo"}'}
-    yield {"type": "TOOL_CALL_END", "toolCallId": f"call-{turn}"}
-    yield Pause(0.1)
-    yield {
-        "type": "TOOL_CALL_RESULT",
-        "messageId": f"t{turn}",
-        "toolCallId": f"call-{turn}",
-        "content": '{"hits": 3}',
-    }
-    yield {"type": "STATE_DELTA", "delta": [{"op": "remove", "path": "/todo/0"}]}
-    for word in f"You said: {text}. This answer streams from the demo AG-UI agent.".split(" "):
-        if aborted():
-            return
-        yield Pause(0.04)
-        yield {"type": "TEXT_MESSAGE_CONTENT", "messageId": f"m{turn}", "delta": word + " "}
-    yield {"type": "TEXT_MESSAGE_END", "messageId": f"m{turn}"}
-    yield {"type": "RUN_FINISHED", **run, "outcome": {"type": "success"}}
-
-
-def _demo_approval(resume: list[Any], run: dict[str, Any], turn: int) -> Iterator[DemoStep]:
-    """ "approve" in the prompt: a tool call the run stops at (an interrupt on it); the run
-    that resumes it runs the tool if approved."""
-    if not resume:
-        call = f"call-{turn}"
-        yield {"type": "TEXT_MESSAGE_CONTENT", "messageId": f"m{turn}", "delta": "May I? "}
-        yield {"type": "TEXT_MESSAGE_END", "messageId": f"m{turn}"}
-        yield {"type": "TOOL_CALL_START", "toolCallId": call, "toolCallName": "archive_chat"}
-        yield {"type": "TOOL_CALL_ARGS", "toolCallId": call, "delta": '{"keep_days": 30}'}
-        yield {"type": "TOOL_CALL_END", "toolCallId": call}
-        interrupt = {
-            "id": f"int-{call}",
-            "reason": "tool_call",
-            "toolCallId": call,
-            "message": "Archive this chat?",
-        }
-        outcome = {"type": "interrupt", "interrupts": [interrupt]}
-        yield {"type": "RUN_FINISHED", **run, "outcome": outcome}
-        return
-    entry = resume[0] if isinstance(resume[0], dict) else {}
-    payload = entry.get("payload")
-    call = str(entry.get("interruptId", "int-call")).removeprefix("int-")
-    if isinstance(payload, dict) and payload.get("approved") is True:
-        result = {"type": "TOOL_CALL_RESULT", "messageId": f"t{turn}", "toolCallId": call}
-        yield {**result, "content": '{"archived": true}'}
-        text = "Archived."
-    else:
-        text = "Left as it is."
-    yield {"type": "TEXT_MESSAGE_CONTENT", "messageId": f"m{turn}", "delta": text}
-    yield {"type": "TEXT_MESSAGE_END", "messageId": f"m{turn}"}
-    yield {"type": "RUN_FINISHED", **run, "outcome": {"type": "success"}}
-
-
-DIALECT = Dialect(
-    name="ag-ui",
-    summary="AG-UI 1.0 agent events (HTTP SSE or WebSocket): pydantic-ai, LangGraph, CrewAI…",
-    translator=AgUiTranslator,
-    websocket=WebSocketContract(prompt_frame=run_input),
-    http=HttpSseContract(request=_request),
-    settings=AgUiSettings,
-    spec=spec.__name__,
-    demo=_demo,
-)
+        return [*self.begin(), part]

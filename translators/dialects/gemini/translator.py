@@ -1,52 +1,28 @@
-"""The ``gemini`` dialect: the Gemini API's ``streamGenerateContent``, streamed over HTTP SSE.
-
-Chunks → UI chunks (mapping and reasons: ``protocol_specs/gemini.py``), and the request:
-``POST {upstream}/v1beta/models/{model}:streamGenerateContent?alt=sse``, built from the
-``UIMessage`` history, the deployment's model, system instruction, tools and options.
-"""
+"""The ``gemini`` translator: upstream events → UI chunks."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
-from pydantic import Field
 
 from chunkbridge.kit import (
     Chunk,
     CloseReason,
     CloseRequest,
-    DemoStep,
-    Dialect,
-    HttpRequest,
-    HttpSseContract,
     Item,
     MalformedEvent,
-    Pause,
-    RequestRejected,
     StreamedToolCalls,
     Translator,
     TranslatorOptions,
-    TurnInput,
     error_message,
     require_dict,
     require_list,
     usage_metadata,
 )
-from chunkbridge.kit.provider import (
-    ProviderSettings,
-    apply_overrides,
-    parse_data_url,
-    provider_error,
-    start_chunks,
-    steps_of,
-    system_prompt,
-)
-from chunkbridge.protocol_specs import gemini as spec
 from chunkbridge.protocol_specs.gemini import FINISH_REASONS, USAGE_FIELDS
-
-__all__ = ["DIALECT", "GeminiSettings", "GeminiTranslator"]
+from chunkbridge.translators.dialects.gemini.streamed_calls import StreamedCall
 
 _PROVIDER = "google"
 #: What a plain text chunk holds (anything else takes the general path).
@@ -62,16 +38,14 @@ class GeminiTranslator(Translator):
     def __init__(self, options: TranslatorOptions | None = None) -> None:
         super().__init__(options)
         self._tools = StreamedToolCalls(self.ids, self.tool_flags())
-        self._started = False
         self._function_call = False
         self._code_call: str | None = None
         #: Sources sent ("url:<url>", "document:<uri>"): grounding repeats them chunk after chunk.
         self._sources: set[str] = set()
         self._finish_reason: str | None = None
-        self._metadata: dict[str, Any] = {}
         self._usage: dict[str, Any] | None = None
         #: A function call whose arguments are streaming (``partialArgs``).
-        self._streaming: _StreamedCall | None = None
+        self._streaming: StreamedCall | None = None
 
     def event_type(self, event: dict[str, Any]) -> str | None:
         if "error" in event and "candidates" not in event:
@@ -121,12 +95,11 @@ class GeminiTranslator(Translator):
     # -- chunks ----------------------------------------------------------------------------------
 
     def _begin(self, event: dict[str, Any]) -> list[Chunk]:
-        if self._started:
+        if self.begun:
             return []
-        self._started = True
-        chunks = start_chunks(self._metadata, event.get("modelVersion"))
+        chunks = self.begin(model=event.get("modelVersion"))
         if isinstance(event.get("responseId"), str):
-            self._metadata["responseId"] = event["responseId"]
+            self.metadata["responseId"] = event["responseId"]
         return chunks
 
     def _on_chunk(self, event: dict[str, Any]) -> Sequence[Item]:
@@ -138,7 +111,7 @@ class GeminiTranslator(Translator):
         block = feedback.get("blockReason") if isinstance(feedback, dict) else None
         if isinstance(block, str) and block not in ("", "BLOCK_REASON_UNSPECIFIED"):
             self._finish_reason = "content-filter"
-            self._metadata["finishReason"] = block
+            self.metadata["finishReason"] = block
         candidates = require_list(event.get("candidates") or [], "'candidates'")
         if candidates:
             candidate = require_dict(candidates[0], "a candidate")
@@ -162,10 +135,10 @@ class GeminiTranslator(Translator):
             if finish == "stop" and self._function_call:
                 finish = "tool-calls"
             self._finish_reason = finish
-            self._metadata["finishReason"] = reason
+            self.metadata["finishReason"] = reason
             message = candidate.get("finishMessage")
             if isinstance(message, str):
-                self._metadata["finishMessage"] = message
+                self.metadata["finishMessage"] = message
         return out
 
     def _on_part(self, part: dict[str, Any]) -> Sequence[Item]:
@@ -264,7 +237,7 @@ class GeminiTranslator(Translator):
             out += self._finish_streamed()
             out += self.end_parts()
             call_id = call.get("id")
-            self._streaming = _StreamedCall(
+            self._streaming = StreamedCall(
                 call_id if isinstance(call_id, str) and call_id else self.ids("call"), name, meta
             )
             out.append(
@@ -343,16 +316,8 @@ class GeminiTranslator(Translator):
         return [chunk]
 
     def _finish(self) -> list[Item]:
-        usage = usage_metadata(self._usage, USAGE_FIELDS)
-        if usage:
-            self._metadata["usage"] = usage
         reason, self._finish_reason = self._finish_reason, None
-        return [
-            {"type": "finish-step"},
-            CloseRequest(
-                CloseReason.COMPLETED, finish_reason=reason, message_metadata=self._metadata
-            ),
-        ]
+        return self.finish(reason, usage=usage_metadata(self._usage, USAGE_FIELDS))
 
     def _on_error(self, event: dict[str, Any]) -> Sequence[Item]:
         error = event.get("error")
@@ -361,83 +326,6 @@ class GeminiTranslator(Translator):
         if isinstance(status, str) and status:
             text = f"{status}: {text}"
         return [CloseRequest(CloseReason.UPSTREAM_ERROR, text)]
-
-
-class _StreamedCall:
-    """The arguments of a streamed function call, built from ``partialArgs`` entries: a value
-    at a JSON path (``$.recipe.steps[0]``), strings arriving in pieces, containers opened by an
-    entry without a value."""
-
-    def __init__(self, call_id: str, name: str, meta: dict[str, Any] | None) -> None:
-        self.call_id, self.name, self.meta = call_id, name, meta
-        self.args: dict[str, Any] = {}
-
-    def add(self, arg: dict[str, Any]) -> None:
-        path = arg.get("jsonPath")
-        if not isinstance(path, str):
-            raise MalformedEvent("a partial argument needs a jsonPath")
-        is_array = path.endswith("[]")
-        segments = _path_segments(path.removesuffix("[]").removeprefix("$").lstrip("."))
-        if not segments:
-            return
-        parent: Any = self.args
-        for segment, following in zip(segments, segments[1:], strict=False):
-            parent = _child(parent, segment, [] if isinstance(following, int) else {})
-            if parent is None:
-                return  # a path through a value that is not a container: ignored
-        leaf = segments[-1]
-        existing = _get(parent, leaf)
-        if isinstance(arg.get("stringValue"), str):
-            value: Any = arg["stringValue"]
-            if isinstance(existing, str):
-                value = existing + value
-        elif "numberValue" in arg or "boolValue" in arg:
-            value = arg.get("numberValue", arg.get("boolValue"))
-        elif "nullValue" in arg:
-            value = None
-        elif existing is None and arg.get("willContinue") is not True:
-            value = [] if is_array else {}
-        else:
-            return
-        _set(parent, leaf, value)
-
-
-def _path_segments(path: str) -> list[str | int]:
-    segments: list[str | int] = []
-    for part in path.split(".") if path else ():
-        name, _, rest = part.partition("[")
-        if name:
-            segments.append(name)
-        for index in rest.replace("]", "").split("["):
-            if index.isdigit():
-                segments.append(int(index))
-    return segments
-
-
-def _get(container: Any, key: str | int) -> Any:
-    if isinstance(container, dict):
-        return container.get(key)
-    if isinstance(container, list) and isinstance(key, int) and key < len(container):
-        return container[key]
-    return None
-
-
-def _set(container: Any, key: str | int, value: Any) -> None:
-    if isinstance(container, dict):
-        container[key] = value
-    elif isinstance(container, list) and isinstance(key, int) and key <= len(container):
-        if key == len(container):
-            container.append(value)
-        else:
-            container[key] = value
-
-
-def _child(container: Any, key: str | int, empty: Any) -> Any:
-    child = _get(container, key)
-    if child is None:
-        _set(container, key, empty)
-        child = _get(container, key)
-    return child if isinstance(child, (dict, list)) else None
 
 
 _MEDIA_TYPES = {
@@ -455,131 +343,3 @@ def _media_type(uri: str) -> str:
         if uri.endswith(suffix):
             return media_type
     return "application/octet-stream"
-
-
-# -- the upstream contract -----------------------------------------------------------------------
-
-
-class GeminiSettings(ProviderSettings):
-    """Settings of the ``gemini`` dialect (``[gemini]`` in TOML)."""
-
-    model: str = Field("gemini-2.5-flash", description="the model to request")
-    path: str = Field(
-        "",
-        description="path of the streaming endpoint (default: /v1beta/models/<model>:"
-        "streamGenerateContent?alt=sse)",
-    )
-
-
-def _tools(settings: GeminiSettings) -> list[dict[str, Any]]:
-    declarations, native = [], []
-    for name, definition in settings.tools.items():
-        if (
-            "type" in definition
-        ):  # a built-in tool: {"type": "google_search"} → {"google_search": {}}
-            native.append(
-                {definition["type"]: {k: v for k, v in definition.items() if k != "type"}}
-            )
-            continue
-        declaration = {
-            "name": name,
-            "parameters": definition.get("input_schema") or {"type": "object"},
-        }
-        if definition.get("description"):
-            declaration["description"] = definition["description"]
-        declarations.append(declaration)
-    tools = [{"functionDeclarations": declarations}] if declarations else []
-    return tools + native
-
-
-def request_body(turn: TurnInput) -> dict[str, Any]:
-    settings: GeminiSettings = turn.settings or GeminiSettings()
-    messages = turn.request.messages
-    try:
-        contents = spec.contents_from_ui(messages, steps_of, parse_data_url)
-    except ValueError as exc:
-        raise RequestRejected(str(exc)) from exc
-    if not contents:
-        raise RequestRejected("The request has no message to send.")
-    body: dict[str, Any] = {"contents": contents}
-    system = system_prompt(settings, messages)
-    if system:
-        body["systemInstruction"] = {"parts": [{"text": system}]}
-    tools = _tools(settings)
-    if tools:
-        body["tools"] = tools
-    if settings.max_output_tokens:
-        body["generationConfig"] = {"maxOutputTokens": settings.max_output_tokens}
-    for key, value in settings.options.items():
-        if key == "generationConfig" and isinstance(value, dict):
-            body["generationConfig"] = {**body.get("generationConfig", {}), **value}
-        else:
-            body[key] = value
-    return apply_overrides(body, turn, settings.body_overrides)
-
-
-def _request(turn: TurnInput) -> HttpRequest:
-    settings: GeminiSettings = turn.settings or GeminiSettings()
-    headers = {}
-    if settings.api_key is not None:
-        headers["x-goog-api-key"] = settings.api_key.get_secret_value()
-    path = settings.path or spec.stream_path(settings.model)
-    return HttpRequest(path=path, body=request_body(turn), headers=headers)
-
-
-def _error_frame(status: int, body: bytes) -> str:
-    """Google's error chunk for a refused request (translated like one mid-stream)."""
-    return orjson.dumps({"error": provider_error(status, body)}).decode()
-
-
-# -- the demo ------------------------------------------------------------------------------------
-
-
-def _demo(request: dict[str, Any], turn: int, aborted: Any) -> Iterator[DemoStep]:
-    """A thought, a short answer, and a function call when asked for the weather."""
-    text = ""
-    for content in reversed(request.get("contents") or []):
-        if content.get("role") == "user":
-            text = " ".join(p.get("text", "") for p in content.get("parts", []) if "text" in p)
-            break
-    head = {"modelVersion": "gemini-demo", "responseId": f"demo-{turn}"}
-
-    def chunk(*parts: dict[str, Any], **candidate: Any) -> dict[str, Any]:
-        return {
-            "candidates": [{"content": {"role": "model", "parts": list(parts)}, **candidate}],
-            **head,
-        }
-
-    yield chunk(
-        {
-            "text": f"The question has {len(text)} characters.",
-            "thought": True,
-            "thoughtSignature": "ZGVtbw==",
-        }
-    )
-    words = f"You said: {text}. This answer streams from the demo Gemini upstream.".split(" ")
-    for word in words:
-        if aborted():
-            return
-        yield Pause(0.04)
-        yield chunk({"text": word + " "})
-    if "weather" in text.lower():
-        yield Pause(0.05)
-        yield chunk({"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}})
-    usage = {
-        "promptTokenCount": 10 + len(text) // 4,
-        "candidatesTokenCount": len(words) + 8,
-        "totalTokenCount": 18 + len(text) // 4 + len(words),
-    }
-    yield {**chunk({"text": ""}, finishReason="STOP"), "usageMetadata": usage}
-
-
-DIALECT = Dialect(
-    name="gemini",
-    summary="Gemini API streams (HTTP SSE: models/<model>:streamGenerateContent)",
-    translator=GeminiTranslator,
-    http=HttpSseContract(request=_request, error_frame=_error_frame),
-    settings=GeminiSettings,
-    spec=spec.__name__,
-    demo=_demo,
-)

@@ -1,37 +1,22 @@
-"""The ``pi-agent`` dialect: the agent events of pi's agent core (``pi-agent-core``).
-
-Events → UI chunks (mapping and reasons: ``protocol_specs/pi_agent.py``), and the frames: the
-RPC ``prompt`` command to start a turn, ``abort`` to stop it (WebSocket), or the prompt POSTed
-to a server that answers with the events as SSE.
-"""
+"""The ``pi-agent`` translator: upstream events → UI chunks."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import orjson
 
 from chunkbridge.kit import (
-    AnsweredCall,
-    ApprovalAnswer,
     Chunk,
     CloseReason,
     CloseRequest,
-    DemoStep,
-    Dialect,
-    HttpRequest,
-    HttpSseContract,
     IndexedParts,
     Item,
     MalformedEvent,
-    Pause,
-    RequestRejected,
     StreamedToolCalls,
     Translator,
     TranslatorOptions,
-    TurnInput,
-    WebSocketContract,
     error_message,
     optional_str,
     provider_metadata,
@@ -40,10 +25,7 @@ from chunkbridge.kit import (
     usage_metadata,
 )
 from chunkbridge.protocol_specs import pi_agent as spec
-from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL, parse_approval_answer
 from chunkbridge.protocol_specs.pi_agent import STOP_REASONS, USAGE_FIELDS
-
-__all__ = ["DIALECT", "PiAgentTranslator"]
 
 _PROVIDER = "pi"
 
@@ -68,7 +50,6 @@ class PiAgentTranslator(Translator):
         super().__init__(options)
         self._parts = IndexedParts(self.ids)
         self._tools = StreamedToolCalls(self.ids, self.tool_flags())
-        self._started = False
         self._in_step = False
         #: The assistant message under way: its blocks by contentIndex, and whether it streamed.
         self._message = 0
@@ -83,21 +64,15 @@ class PiAgentTranslator(Translator):
 
     # -- the run ---------------------------------------------------------------------------------
 
-    def _begin(self) -> list[Chunk]:
-        if self._started:
-            return []
-        self._started = True
-        return [{"type": "start"}]
-
     def _step(self) -> list[Chunk]:
-        out = self._begin()
+        out = self.begin(step=False)
         if not self._in_step:
             self._in_step = True
             out.append({"type": "start-step"})
         return out
 
     def _on_agent_start(self, event: dict[str, Any]) -> Sequence[Item]:
-        return self._begin()  # a retry's second agent_start continues the same answer
+        return self.begin(step=False)  # a retry's second agent_start continues the same answer
 
     def _on_turn_start(self, event: dict[str, Any]) -> Sequence[Item]:
         return self._step()
@@ -113,18 +88,11 @@ class PiAgentTranslator(Translator):
         if event.get("willRetry") is True:
             self.stats["retry"] += 1
             return []
-        out: list[Item] = [*self._begin(), *self._on_turn_end(event)]
+        out: list[Item] = [*self.begin(step=False), *self._on_turn_end(event)]
         reason = self._stop_reason
-        metadata: dict[str, Any] = {}
-        if self._usage:
-            metadata["usage"] = self._usage
-        if reason is not None:
-            metadata["stopReason"] = reason
         finish = STOP_REASONS.get(reason, "other") if reason is not None else "stop"
         finish = self.finish_reason_after_asking(finish)
-        out.append(
-            CloseRequest(CloseReason.COMPLETED, finish_reason=finish, message_metadata=metadata)
-        )
+        out += self.finish(finish, usage=self._usage, step=False, stopReason=reason)
         return out
 
     def _on_response(self, event: dict[str, Any]) -> Sequence[Item]:
@@ -354,7 +322,10 @@ class PiAgentTranslator(Translator):
         method = optional_str(event, "method") or ""
         fields = {k: v for k, v in event.items() if k not in ("type", "id")}
         if method not in spec.UI_DIALOGS:
-            return [*self._begin(), {"type": "data-pi-ui", "data": fields, "transient": True}]
+            return [
+                *self.begin(step=False),
+                {"type": "data-pi-ui", "data": fields, "transient": True},
+            ]
         title = optional_str(event, "title")
         message = optional_str(event, "message")
         out: list[Item] = [*self._step(), *self._parts.end_all(), *self._tools.complete()]
@@ -382,132 +353,3 @@ def _result_text(result: Any) -> str:
     if isinstance(content, list):
         return "".join(c.get("text", "") for c in content if isinstance(c, dict))
     return error_message(result, "")
-
-
-# -- the upstream contract -----------------------------------------------------------------------
-
-
-def prompt_frame(turn: TurnInput) -> dict[str, Any]:
-    prompt = turn.require_prompt()
-    images = spec.prompt_images(prompt.files)
-    if len(images) != len(prompt.files):
-        raise RequestRejected("pi takes images only (as data URLs); other files cannot be sent.")
-    frame: dict[str, Any] = {"type": "prompt", "id": turn.run_id, "message": prompt.text}
-    if images:
-        frame["images"] = images
-    return frame
-
-
-def _answer_frame(turn: TurnInput, call: AnsweredCall) -> dict[str, Any] | None:
-    """The ``extension_ui_response`` to a dialog the app answered."""
-    if call.tool_name != QUESTION_TOOL:
-        return None
-    confirm = isinstance(call.input, dict) and call.input.get("method") == "confirm"
-    if call.is_error:
-        return spec.ui_response(call.tool_call_id, cancelled=True)
-    if confirm:
-        decision = parse_approval_answer(call.output, False)
-        if decision is None:
-            return spec.ui_response(call.tool_call_id, cancelled=True)
-        return spec.ui_response(call.tool_call_id, confirmed=decision[0])
-    value = call.output if isinstance(call.output, str) else orjson.dumps(call.output).decode()
-    return spec.ui_response(call.tool_call_id, value=value)
-
-
-def _approval_frame(turn: TurnInput, answer: ApprovalAnswer) -> dict[str, Any]:
-    return spec.ui_response(answer.approval_id, confirmed=answer.approved)
-
-
-def _request(turn: TurnInput) -> HttpRequest:
-    return HttpRequest(path="", body=prompt_frame(turn))
-
-
-# -- the demo ------------------------------------------------------------------------------------
-
-
-def _demo(frame: dict[str, Any], turn: int, aborted: Any) -> Iterator[DemoStep]:
-    """One turn that reads a file with a tool, then a turn that answers."""
-    text = frame.get("message", "")
-    usage = {"input": 20, "output": 12, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 32}
-    assistant = {"role": "assistant", "content": [], "stopReason": "toolUse", "usage": usage}
-    call = {
-        "type": "toolCall",
-        "id": f"call-{turn}",
-        "name": "read",
-        "arguments": {"path": "README.md"},
-    }
-    yield {"type": "agent_start"}
-    yield {"type": "turn_start"}
-    yield {"type": "message_start", "message": assistant}
-    yield {
-        "type": "message_update",
-        "message": assistant,
-        "assistantMessageEvent": {
-            "type": "thinking_delta",
-            "contentIndex": 0,
-            "delta": "I should read the README first.",
-        },
-    }
-    yield {
-        "type": "message_update",
-        "message": assistant,
-        "assistantMessageEvent": {
-            "type": "toolcall_start",
-            "contentIndex": 1,
-            "id": call["id"],
-            "toolName": "read",
-        },
-    }
-    yield {
-        "type": "message_update",
-        "message": assistant,
-        "assistantMessageEvent": {"type": "toolcall_end", "contentIndex": 1, "toolCall": call},
-    }
-    yield {"type": "message_end", "message": assistant}
-    yield {
-        "type": "tool_execution_start",
-        "toolCallId": call["id"],
-        "toolName": "read",
-        "args": call["arguments"],
-    }
-    yield Pause(0.2)
-    result = {"content": [{"type": "text", "text": "# chunkbridge …"}], "details": {"lines": 512}}
-    yield {
-        "type": "tool_execution_end",
-        "toolCallId": call["id"],
-        "toolName": "read",
-        "result": result,
-        "isError": False,
-    }
-    yield {"type": "turn_end", "message": assistant, "toolResults": []}
-    yield {"type": "turn_start"}
-    answer = {**assistant, "stopReason": "stop"}
-    yield {"type": "message_start", "message": answer}
-    for word in f"You said: {text}. This answer streams from the demo pi agent.".split(" "):
-        if aborted():
-            return
-        yield Pause(0.04)
-        yield {
-            "type": "message_update",
-            "message": answer,
-            "assistantMessageEvent": {"type": "text_delta", "contentIndex": 0, "delta": word + " "},
-        }
-    yield {"type": "message_end", "message": answer}
-    yield {"type": "turn_end", "message": answer, "toolResults": []}
-    yield {"type": "agent_end", "messages": []}
-
-
-DIALECT = Dialect(
-    name="pi-agent",
-    summary="pi agent core events (agent_start … agent_end), WebSocket or HTTP SSE",
-    translator=PiAgentTranslator,
-    websocket=WebSocketContract(
-        prompt_frame=prompt_frame,
-        abort_frame=lambda turn: {"type": "abort"},
-        answer_frame=_answer_frame,
-        approval_frame=_approval_frame,
-    ),
-    http=HttpSseContract(request=_request),
-    spec=spec.__name__,
-    demo=_demo,
-)

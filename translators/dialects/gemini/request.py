@@ -1,0 +1,181 @@
+"""The ``gemini`` upstream contract: settings, and what a turn sends upstream."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from pydantic import Field
+
+from chunkbridge.kit import (
+    HttpRequest,
+    ProviderSettings,
+    RequestRejected,
+    TurnInput,
+    apply_overrides,
+    is_answered,
+    parse_data_url,
+    provider_error,
+    steps_of,
+    system_prompt,
+)
+from chunkbridge.protocol_specs import gemini as spec
+
+
+class GeminiSettings(ProviderSettings):
+    """Settings of the ``gemini`` dialect (``[gemini]`` in TOML)."""
+
+    model: str = Field("gemini-2.5-flash", description="the model to request")
+    path: str = Field(
+        "",
+        description="path of the streaming endpoint (default: /v1beta/models/<model>:"
+        "streamGenerateContent?alt=sse)",
+    )
+
+
+def _tools(settings: GeminiSettings) -> list[dict[str, Any]]:
+    declarations, native = [], []
+    for name, definition in settings.tools.items():
+        if (
+            "type" in definition
+        ):  # a built-in tool: {"type": "google_search"} → {"google_search": {}}
+            native.append(
+                {definition["type"]: {k: v for k, v in definition.items() if k != "type"}}
+            )
+            continue
+        declaration = {
+            "name": name,
+            "parameters": definition.get("input_schema") or {"type": "object"},
+        }
+        if definition.get("description"):
+            declaration["description"] = definition["description"]
+        declarations.append(declaration)
+    tools = [{"functionDeclarations": declarations}] if declarations else []
+    return tools + native
+
+
+def request_body(turn: TurnInput) -> dict[str, Any]:
+    settings: GeminiSettings = turn.settings or GeminiSettings()
+    messages = turn.request.messages
+    try:
+        contents = contents_from_ui(messages, steps_of, parse_data_url)
+    except ValueError as exc:
+        raise RequestRejected(str(exc)) from exc
+    if not contents:
+        raise RequestRejected("The request has no message to send.")
+    body: dict[str, Any] = {"contents": contents}
+    system = system_prompt(settings, messages)
+    if system:
+        body["systemInstruction"] = {"parts": [{"text": system}]}
+    tools = _tools(settings)
+    if tools:
+        body["tools"] = tools
+    if settings.max_output_tokens:
+        body["generationConfig"] = {"maxOutputTokens": settings.max_output_tokens}
+    for key, value in settings.options.items():
+        if key == "generationConfig" and isinstance(value, dict):
+            body["generationConfig"] = {**body.get("generationConfig", {}), **value}
+        else:
+            body[key] = value
+    return apply_overrides(body, turn, settings.body_overrides)
+
+
+def http_request(turn: TurnInput) -> HttpRequest:
+    settings: GeminiSettings = turn.settings or GeminiSettings()
+    headers = {}
+    if settings.api_key is not None:
+        headers["x-goog-api-key"] = settings.api_key.get_secret_value()
+    path = settings.path or spec.stream_path(settings.model)
+    return HttpRequest(path=path, body=request_body(turn), headers=headers)
+
+
+def error_frame(status: int, body: bytes) -> str:
+    """Google's error chunk for a refused request (translated like one mid-stream)."""
+    return orjson.dumps({"error": provider_error(status, body)}).decode()
+
+
+def _signature(metadata: Any) -> str | None:
+    google = (metadata or {}).get("google") if isinstance(metadata, dict) else None
+    value = google.get("thoughtSignature") if isinstance(google, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def _user_parts(parts: list[Any], parse_data_url: Any) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for part in parts:
+        kind = getattr(part, "type", None)
+        if kind == "text" and part.text:
+            out.append({"text": part.text})
+        elif kind == "file":
+            inline = parse_data_url(part.url)
+            if inline is not None:
+                out.append({"inlineData": {"mimeType": inline.media_type, "data": inline.base64}})
+            else:
+                out.append({"fileData": {"mimeType": part.mediaType, "fileUri": part.url}})
+    return out
+
+
+def _model_step(parts: list[Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """One model step: (model parts, function responses for the next user turn)."""
+    content: list[dict[str, Any]] = []
+    responses: list[dict[str, Any]] = []
+    for part in parts:
+        kind = getattr(part, "type", None)
+        if kind in ("text", "reasoning"):
+            signature = _signature(part.providerMetadata)
+            if not part.text and signature is None:
+                continue
+            item: dict[str, Any] = {"text": part.text}
+            if kind == "reasoning":
+                item["thought"] = True
+            if signature is not None:
+                item["thoughtSignature"] = signature
+            content.append(item)
+            continue
+        if not hasattr(part, "toolCallId") or part.providerExecuted:
+            continue
+        if not is_answered(part):
+            continue  # no answer yet
+        name = part.tool_name
+        call: dict[str, Any] = {
+            "functionCall": {
+                "name": name,
+                "args": part.input if isinstance(part.input, dict) else {},
+            }
+        }
+        signature = _signature(getattr(part, "callProviderMetadata", None))
+        if signature is not None:
+            call["thoughtSignature"] = signature
+        content.append(call)
+        if part.state == "output-available":
+            response: Any = {"name": name, "content": part.output}
+        else:
+            response = {"name": name, "error": part.errorText or "The user denied this call."}
+        responses.append({"functionResponse": {"name": name, "response": response}})
+    return content, responses
+
+
+def contents_from_ui(messages: list[Any], steps: Any, parse_data_url: Any) -> list[dict[str, Any]]:
+    """``UIMessage`` history → Gemini ``contents`` (see the module docstring). Consecutive turns
+    of one role are merged."""
+    out: list[dict[str, Any]] = []
+
+    def add(role: str, parts: list[dict[str, Any]]) -> None:
+        if not parts:
+            return
+        if out and out[-1]["role"] == role:
+            out[-1]["parts"].extend(parts)
+        else:
+            out.append({"role": role, "parts": parts})
+
+    for message in messages:
+        if message.role == "system":
+            continue
+        if message.role == "user":
+            add("user", _user_parts(message.parts, parse_data_url))
+            continue
+        for step in steps(message):
+            content, responses = _model_step(step)
+            add("model", content)
+            add("user", responses)
+    return out

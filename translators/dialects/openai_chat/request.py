@@ -1,0 +1,133 @@
+"""The ``openai-chat`` upstream contract: settings, and what a turn sends upstream."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+from chunkbridge.kit import (
+    HttpRequest,
+    TurnInput,
+)
+
+
+class OpenAIChatSettings(BaseModel):
+    """Settings of the ``openai-chat`` dialect (``[openai-chat]`` in the TOML file)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str = Field("gpt-4.1-mini", description="the model to request")
+    api_key: SecretStr | None = Field(
+        None,
+        description="API key, sent as 'Authorization: Bearer' (HTTP upstreams); prefer the "
+        "environment variable to the flag",
+    )
+    path: str = Field(
+        "/v1/chat/completions", description="path of the endpoint, under the upstream URL"
+    )
+
+
+def request_body(turn: TurnInput) -> dict[str, Any]:
+    settings: OpenAIChatSettings = turn.settings or OpenAIChatSettings()
+    return {
+        "model": settings.model,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "messages": messages_from_ui(turn.request.messages),
+    }
+
+
+def http_request(turn: TurnInput) -> HttpRequest:
+    settings: OpenAIChatSettings = turn.settings or OpenAIChatSettings()
+    headers = {}
+    if settings.api_key is not None:
+        headers["authorization"] = f"Bearer {settings.api_key.get_secret_value()}"
+    return HttpRequest(path=settings.path, body=request_body(turn), headers=headers)
+
+
+def error_frame(status: int, body: bytes) -> str:
+    """The provider's error object (its message is what the user should read), or a generic
+    one when the body is not an OpenAI error."""
+    try:
+        parsed = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        parsed = None
+    if isinstance(parsed, dict) and "error" in parsed:
+        return orjson.dumps({"error": parsed["error"]}).decode()
+    message = f"The model provider refused the request ({status})."
+    return orjson.dumps({"error": {"message": message}}).decode()
+
+
+def _content(parts: list[Any]) -> str | list[dict[str, Any]]:
+    """A user message's text and files as OpenAI content (a string when it is only text)."""
+    items: list[dict[str, Any]] = []
+    for part in parts:
+        kind = getattr(part, "type", None)
+        if kind == "text":
+            items.append({"type": "text", "text": part.text})
+        elif kind == "file" and part.mediaType.startswith("image/"):
+            items.append({"type": "image_url", "image_url": {"url": part.url}})
+        elif kind == "file":
+            items.append(
+                {
+                    "type": "file",
+                    "file": {"file_data": part.url, "filename": part.filename or "file"},
+                }
+            )
+    if all(item["type"] == "text" for item in items):
+        return "\n\n".join(item["text"] for item in items)
+    return items
+
+
+def messages_from_ui(messages: list[Any]) -> list[dict[str, Any]]:
+    """UIMessage history (``chunkbridge.protocol_specs.chat_request.UIMessage``) → chat-completions
+    messages.
+
+    Text and files of user and system messages; an assistant message becomes its text plus one
+    ``tool_calls`` entry per tool part with input, followed by ``tool`` messages for the parts
+    that have an output (or an error). Reasoning, sources and data parts are not sent back.
+    """
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role != "assistant":
+            out.append({"role": message.role, "content": _content(message.parts)})
+            continue
+        text = "".join(p.text for p in message.parts if getattr(p, "type", None) == "text")
+        calls, results = [], []
+        for part in message.parts:
+            if not hasattr(part, "toolCallId") or part.state == "input-streaming":
+                continue
+            calls.append(
+                {
+                    "id": part.toolCallId,
+                    "type": "function",
+                    "function": {
+                        "name": part.tool_name,
+                        "arguments": orjson.dumps(part.input or {}).decode(),
+                    },
+                }
+            )
+            if part.state == "output-available":
+                results.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": part.toolCallId,
+                        "content": orjson.dumps(part.output).decode(),
+                    }
+                )
+            elif part.state in ("output-error", "output-denied"):
+                results.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": part.toolCallId,
+                        "content": part.errorText or "The tool call was not run.",
+                    }
+                )
+        entry: dict[str, Any] = {"role": "assistant", "content": text or None}
+        if calls:
+            entry["tool_calls"] = calls
+        out.append(entry)
+        out.extend(results)
+    return out

@@ -23,10 +23,9 @@ Chunks on the hot path are plain ``dict`` objects; nothing here is called per te
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-from enum import Enum
-from typing import Any, Final, Literal
+from typing import Final, Literal
+
+from chunkbridge.protocol_specs.ui_message_schema import ChunkSpec, FieldSpec, Kind, PartRole
 
 __all__ = [
     "ALL_MAJORS",
@@ -51,7 +50,6 @@ __all__ = [
     "TOOL_OUTPUT_TYPES",
     "TOOL_REFERENCE_TYPES",
     "chunk_spec",
-    "schema_errors",
 ]
 
 Major = Literal[5, 6, 7]
@@ -86,74 +84,6 @@ EMITTED_FINISH_REASONS: Final[dict[int, frozenset[str]]] = {
     6: _COMMON_FINISH,
     7: _COMMON_FINISH | {"interrupted"},
 }
-
-
-class Kind(Enum):
-    """The JSON shape a field must have (zod schema of ai@7.0.173, same in 5 and 6)."""
-
-    #: ``z.string()``
-    STRING = "string"
-    #: ``z.boolean()``
-    BOOL = "boolean"
-    #: ``z.unknown()``: any JSON value, ``null`` included; as a required field the key must exist.
-    JSON = "json"
-    #: ``{provider: {key: json}}``: an object of objects.
-    PROVIDER_METADATA = "providerMetadata"
-    #: ``{key: json}``
-    TOOL_METADATA = "toolMetadata"
-    #: one of :data:`FINISH_REASONS` for the major.
-    FINISH_REASON = "finishReason"
-    #: ``"json"`` or ``"text"``
-    INPUT_ENCODING = "inputEncoding"
-    #: ``text-end.citations`` [7]
-    CITATIONS = "citations"
-    #: ``steering-message.parts`` [7]
-    STEERING_PARTS = "steeringParts"
-    #: ``z.record(z.string(), z.string())``
-    STRING_MAP = "stringMap"
-
-
-@dataclass(frozen=True, slots=True)
-class FieldSpec:
-    name: str
-    kind: Kind
-    required: bool
-    #: Majors whose schema declares the field. Others accept it (loose objects) but ignore it,
-    #: and their strict early patch releases reject it, so the gating step removes it.
-    majors: frozenset[int]
-
-
-@dataclass(frozen=True, slots=True)
-class PartRole:
-    """What a chunk does to a streaming part of the message (spec §3): text and reasoning parts
-    are named by ``id``, a tool call's input by ``toolCallId``."""
-
-    #: ``"text"``, ``"reasoning"`` or ``"tool-input"``.
-    part: str
-    #: ``"open"`` (creates the part), ``"continue"`` (streams into it), ``"close"`` (ends it).
-    action: Literal["open", "continue", "close"]
-    #: The field naming the part.
-    key: str
-    #: For ``continue``: the field holding the streamed text.
-    delta: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ChunkSpec:
-    type: str
-    #: Majors whose union contains this type; any other major rejects the chunk outright.
-    majors: frozenset[int]
-    fields: dict[str, FieldSpec]
-    #: Its role for a streaming part, if it has one.
-    part_role: PartRole | None = None
-    #: Creates no part of the message: never opens a step by itself.
-    stepless: bool = False
-    #: Refers to a tool call by ``toolCallId``: the client needs a tool part for it first.
-    tool_reference: bool = False
-
-    def declared(self, major: int) -> frozenset[str]:
-        """Field names (``type`` included) this chunk may carry for ``major``."""
-        return _DECLARED[(self.type, major)]
 
 
 _ALL = frozenset(ALL_MAJORS)
@@ -401,13 +331,6 @@ TOOL_OUTPUT_TYPES: Final = frozenset(
     t for t in TOOL_REFERENCE_TYPES if t.startswith("tool-output-")
 )
 
-_DECLARED: dict[tuple[str, int], frozenset[str]] = {
-    (spec.type, major): frozenset(
-        {"type", *(f.name for f in spec.fields.values() if major in f.majors)}
-    )
-    for spec in (*CHUNK_SPECS.values(), DATA_CHUNK_SPEC)
-    for major in ALL_MAJORS
-}
 
 #: Required ``z.unknown()`` keys: they must be present even when the value is ``null`` (spec §2.2).
 REQUIRED_JSON_KEYS: Final[dict[str, tuple[str, ...]]] = {
@@ -423,152 +346,3 @@ def chunk_spec(chunk_type: str) -> ChunkSpec | None:
     if spec is None and chunk_type.startswith(DATA_PREFIX):
         return DATA_CHUNK_SPEC
     return spec
-
-
-# ---------------------------------------------------------------------------------------------
-# Shape checks, mirroring zod. Used by the validator and the gating step (never per text delta).
-
-
-def _is_json(value: Any) -> bool:
-    """Whether ``value`` is a JSON value (iterative: any depth, no recursion limit)."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if item is None or isinstance(item, str | bool | int):
-            continue
-        if isinstance(item, float):
-            if not math.isfinite(item):
-                return False
-        elif isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, dict):
-            if not all(isinstance(k, str) for k in item):
-                return False
-            stack.extend(item.values())
-        else:
-            return False
-    return True
-
-
-def _is_provider_metadata(value: Any) -> bool:
-    return isinstance(value, dict) and all(
-        isinstance(inner, dict) and _is_json(inner) for inner in value.values()
-    )
-
-
-def _is_citation_source(source: Any) -> bool:
-    if not isinstance(source, dict) or source.get("type") != "source":
-        return False
-    optional_ok = isinstance(source.get("title", ""), str) and _is_provider_metadata(
-        source.get("providerMetadata", {})
-    )
-    if source.get("sourceType") == "url":
-        return optional_ok and _all_str(source, "id", "url")
-    if source.get("sourceType") == "document":
-        return (
-            optional_ok
-            and _all_str(source, "id", "mediaType", "title")
-            and isinstance(source.get("filename", ""), str)
-        )
-    return False
-
-
-def _is_index(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def _is_citation(item: Any) -> bool:
-    return (
-        isinstance(item, dict)
-        and _is_citation_source(item.get("source"))
-        and all(_is_index(item[k]) for k in ("startIndex", "endIndex") if k in item)
-        and isinstance(item.get("citedText", ""), str)
-    )
-
-
-def _is_steering_part(part: Any) -> bool:
-    if not isinstance(part, dict) or not _is_provider_metadata(part.get("providerMetadata", {})):
-        return False
-    if part.get("type") == "text":
-        return isinstance(part.get("text"), str)
-    if part.get("type") == "file":
-        ref = part.get("providerReference", {})
-        return (
-            _all_str(part, "mediaType", "url")
-            and isinstance(part.get("filename", ""), str)
-            and isinstance(ref, dict)
-            and all(isinstance(v, str) for v in ref.values())
-        )
-    return False
-
-
-def _all_str(obj: dict[str, Any], *keys: str) -> bool:
-    return all(isinstance(obj.get(k), str) for k in keys)
-
-
-def value_fits(kind: Kind, value: Any, major: int) -> bool:
-    """Whether ``value`` passes the zod schema of a field of this ``kind`` for ``major``."""
-    if kind is Kind.STRING:
-        return isinstance(value, str)
-    if kind is Kind.BOOL:
-        return isinstance(value, bool)
-    if kind is Kind.JSON:
-        return _is_json(value)
-    if kind is Kind.PROVIDER_METADATA:
-        return _is_provider_metadata(value)
-    if kind is Kind.TOOL_METADATA:
-        return isinstance(value, dict) and _is_json(value)
-    if kind is Kind.FINISH_REASON:
-        return isinstance(value, str) and value in FINISH_REASONS[major]
-    if kind is Kind.INPUT_ENCODING:
-        return value in ("json", "text")
-    if kind is Kind.CITATIONS:
-        return isinstance(value, list) and all(_is_citation(c) for c in value)
-    if kind is Kind.STEERING_PARTS:
-        return isinstance(value, list) and all(_is_steering_part(p) for p in value)
-    if kind is Kind.STRING_MAP:
-        return isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
-    raise AssertionError(kind)  # pragma: no cover - every Kind is handled above
-
-
-def schema_errors(chunk: Any, major: int) -> list[str]:
-    """Why ``uiMessageChunkSchema`` of ``major`` rejects ``chunk``; ``[]`` when it accepts it.
-
-    Unknown keys are not errors (the pinned releases use loose objects); :func:`unknown_keys`
-    lists them for warnings.
-    """
-    if not isinstance(chunk, dict):
-        return [f"chunk is a JSON {type(chunk).__name__}, not an object"]
-    chunk_type = chunk.get("type")
-    if not isinstance(chunk_type, str):
-        return ["chunk has no string 'type'"]
-    spec = chunk_spec(chunk_type)
-    if spec is None:
-        return [f"unknown chunk type {chunk_type!r}"]
-    if major not in spec.majors:
-        return [f"chunk type {chunk_type!r} does not exist in ai {major}"]
-    errors = []
-    for field in spec.fields.values():
-        if major not in field.majors:
-            continue
-        if field.name not in chunk:
-            if field.required:
-                errors.append(f"{chunk_type}: required field {field.name!r} is missing")
-            continue
-        value = chunk[field.name]
-        if value is None and field.kind is not Kind.JSON:
-            errors.append(f"{chunk_type}: {field.name!r} is null (omit optional fields instead)")
-        elif not value_fits(field.kind, value, major):
-            errors.append(
-                f"{chunk_type}: {field.name!r} is not a valid {field.kind.value}: {value!r:.80}"
-            )
-    return errors
-
-
-def unknown_keys(chunk: dict[str, Any], major: int) -> list[str]:
-    """Keys ``major`` does not declare for this chunk (ignored now, fatal on strict releases)."""
-    spec = chunk_spec(chunk.get("type", ""))
-    if spec is None:
-        return []
-    declared = spec.declared(major)
-    return [k for k in chunk if k not in declared]

@@ -13,11 +13,8 @@ import trustme
 
 from chunkbridge.gateway.errors import UpstreamClosed, UpstreamTimeout, UpstreamUnavailable
 from chunkbridge.gateway.transports.base import UpstreamEnded
-from chunkbridge.gateway.transports.http_sse import (
-    HttpConnectionPool,
-    HttpSseUpstream,
-    open_http_sse,
-)
+from chunkbridge.gateway.transports.http_pool import HttpConnectionPool
+from chunkbridge.gateway.transports.http_sse import HttpSseUpstream, open_http_sse
 from chunkbridge.kit import HttpRequest, HttpSseContract
 
 pytestmark = pytest.mark.asyncio

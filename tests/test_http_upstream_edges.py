@@ -13,7 +13,8 @@ import pytest
 
 from chunkbridge.gateway.errors import UpstreamClosed, UpstreamEventTooLarge, UpstreamUnavailable
 from chunkbridge.gateway.transports.base import UpstreamEnded
-from chunkbridge.gateway.transports.http_sse import HttpConnectionPool, Origin, _Shell
+from chunkbridge.gateway.transports.http_connection import HttpConnection, Origin
+from chunkbridge.gateway.transports.http_pool import HttpConnectionPool
 from chunkbridge.kit import HttpRequest, HttpSseContract
 from tests.gateway_harness import post, running_gateway, user_body
 from tests.helpers import decode_sse
@@ -169,9 +170,9 @@ class FakeTransport:
         pass
 
 
-def requested_shell(transport: FakeTransport) -> _Shell:
+def requested_shell(transport: FakeTransport) -> HttpConnection:
     """A connection shell that has sent a request and waits for the response."""
-    shell = _Shell(Origin("http", "127.0.0.1", 80))
+    shell = HttpConnection(Origin("http", "127.0.0.1", 80))
     shell.connection_made(transport)  # type: ignore[arg-type]
     headers = [("host", "x"), ("content-length", "2")]
     shell.send(h11.Request(method="POST", target="/", headers=headers), b"{}")

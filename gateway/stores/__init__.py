@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from chunkbridge.gateway.config import GatewayConfig
-    from chunkbridge.translators.core.guard import IssuedApproval
+    from chunkbridge.translators.core.approvals import IssuedApproval
 
 __all__ = [
     "ANSWERED",

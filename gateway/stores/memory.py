@@ -14,7 +14,7 @@ import time
 from collections.abc import AsyncIterator, Sequence
 
 from chunkbridge.gateway.stores import ANSWERED, Claim, Key, Stoppable
-from chunkbridge.translators.core.guard import IssuedApproval
+from chunkbridge.translators.core.approvals import IssuedApproval
 
 __all__ = ["ChunkLog", "MemoryApprovalLedger", "MemoryResumeStore"]
 

@@ -15,7 +15,7 @@ import redis.asyncio as aioredis
 
 from chunkbridge.gateway.stores import Claim
 from chunkbridge.gateway.stores.redis_resume import RedisResumeStore
-from chunkbridge.translators.core.guard import IssuedApproval
+from chunkbridge.translators.core.approvals import IssuedApproval
 
 if TYPE_CHECKING:
     from chunkbridge.gateway.config import GatewayConfig

@@ -85,7 +85,7 @@ class WebSocketConnector:
 
 class HttpSseConnector:
     def __init__(self, url: str, contract: HttpSseContract, config: GatewayConfig) -> None:
-        from chunkbridge.gateway.transports.http_sse import HttpConnectionPool
+        from chunkbridge.gateway.transports.http_pool import HttpConnectionPool
 
         self.url = url
         self.contract = contract

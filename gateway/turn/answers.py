@@ -28,7 +28,7 @@ from chunkbridge.gateway.metrics import Metrics
 from chunkbridge.gateway.stores import ANSWERED, ApprovalLedger
 from chunkbridge.kit import ApprovalAnswer
 from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL, approval_signature
-from chunkbridge.translators.core.guard import IssuedApproval
+from chunkbridge.translators.core.approvals import IssuedApproval
 
 __all__ = [
     "ApprovalAlreadyAnswered",

@@ -12,7 +12,7 @@ It models ``readUIMessageStream`` as the conformance harness runs it: a ``start`
 ``messageId`` differs from the current message id resets the state (``useChat`` renames instead).
 
 Calling contract: only feed chunks that passed
-:func:`chunkbridge.protocol_specs.ui_message_stream.schema_errors` for the same major; call
+:func:`chunkbridge.protocol_specs.ui_message_shapes.schema_errors` for the same major; call
 ``check`` then, when it returned ``None``, ``apply``. Both are O(1)."""
 
 from __future__ import annotations

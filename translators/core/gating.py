@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from chunkbridge.protocol_specs.ui_message_shapes import value_fits
 from chunkbridge.protocol_specs.ui_message_stream import (
     CHUNK_SPECS,
     DATA_CHUNK_SPEC,
@@ -26,7 +27,6 @@ from chunkbridge.protocol_specs.ui_message_stream import (
     FINISH_REASONS,
     ChunkSpec,
     Kind,
-    value_fits,
 )
 
 __all__ = ["Gate", "TYPE_CONVERSIONS", "ConversionHook"]

@@ -15,10 +15,8 @@ same model the validator runs) and repairs instead of letting the client throw:
 * a continuation (spec §5.4) knows the continued message's tool parts (``known_tools``): it may
   send their outputs, never announce them again (that would move a part backwards); a denied
   approval's ``tool-output-denied`` opens it, and later outputs for that call are stale;
-* approvals (``protocol_specs/human_in_the_loop.py``): ``tool-approval-request`` only after its
-  tool part, signed when a signer is given, reported through ``on_approval``; on ai 5, which has
-  no approvals, its question form (a client-side ``ask_user`` call); a call awaiting approval
-  is the app's, so a normal ending does not settle it;
+* ``tool-approval-request`` only after its tool part (then :mod:`~chunkbridge.translators.core.
+  approvals`); a call awaiting approval is the app's, so a normal ending does not settle it;
 * the closing discipline, in one place for every dialect (:meth:`StreamGuard.close`, the only way
   a stream ends): close open parts, settle pending tool calls (``tool-output-error``), then
   ``error`` if the reason is an error, then ``finish-step``, then exactly one ``finish`` with a
@@ -34,10 +32,8 @@ once).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL, approval_question
 from chunkbridge.protocol_specs.ui_message_stream import (
     CHUNK_SPECS,
     DATA_PREFIX,
@@ -45,28 +41,20 @@ from chunkbridge.protocol_specs.ui_message_stream import (
     STEPLESS_TYPES,
     TOOL_OUTPUT_TYPES,
 )
+from chunkbridge.translators.core.approvals import (
+    ApprovalHook,
+    ApprovalRequests,
+    IssuedApproval,
+    SignApproval,
+)
 from chunkbridge.translators.core.client_model import ClientModel, KnownToolCall, Rule
 from chunkbridge.translators.core.closing import CLOSE_OUTCOMES, CloseReason, CloseRequest, Outcome
 from chunkbridge.translators.core.gating import ConversionHook, Gate
 
-__all__ = ["ApprovalHook", "Chunk", "IssuedApproval", "RepairHook", "SignApproval", "StreamGuard"]
+__all__ = ["Chunk", "RepairHook", "StreamGuard"]
 
 Chunk = dict[str, Any]
 RepairHook = Callable[[str, dict[str, Any]], None]
-#: ``sign(approval_id, tool_call_id, tool_name, input)``: the approval's signature.
-SignApproval = Callable[[str, str, str, Any], str]
-
-
-@dataclass(frozen=True, slots=True)
-class IssuedApproval:
-    """An approval this stream asked the app for (the gateway accepts answers only to these)."""
-
-    approval_id: str
-    tool_call_id: str
-    tool_name: str
-
-
-ApprovalHook = Callable[[IssuedApproval], None]
 _INPUT_TYPES = frozenset({"tool-input-start", "tool-input-available", "tool-input-error"})
 
 #: Outputs that carry ``dynamic``: ai 5 looks the tool part up by kind with it.
@@ -105,10 +93,9 @@ class StreamGuard:
         self.model.seed(known_tools)
         #: Calls whose approval the app denied: ``tool-output-denied`` in the first step.
         self._denied = tuple(denied_calls)
-        self._sign_approval = sign_approval
-        self._on_approval = on_approval
+        self._approvals = ApprovalRequests(target, sign_approval, on_approval)
         #: The approvals this stream requested, in order.
-        self.approvals_issued: list[IssuedApproval] = []
+        self.approvals_issued: list[IssuedApproval] = self._approvals.issued
         #: Open text part ids as the client knows them (the same dict for the guard's whole
         #: life: the turn pipeline keeps a reference to it).
         self.open_text = self.model.open_text
@@ -158,9 +145,11 @@ class StreamGuard:
             if first is not None:
                 return out
         if type(chunk) is dict and chunk.get("type") == "tool-approval-request":
-            chunk = self._approval_request(chunk)
-            if chunk is None:
+            request = self._approvals.request(chunk, self.model, self.gate)
+            if request is None:
+                self._repair("dropped-approval-for-settled-call", chunk)
                 return out
+            chunk = request
         gated = self.gate.gate(chunk)
         if gated is not None:
             self._feed_gated(gated, out)
@@ -208,46 +197,6 @@ class StreamGuard:
             if gated is not None:
                 self._feed_gated(gated, out)
             record.denied = True
-
-    def _approval_request(self, chunk: Chunk) -> Chunk | None:
-        """Sign, report and (ai 5) convert an approval request; ``None``: dropped."""
-        approval_id, call_id = chunk.get("approvalId"), chunk.get("toolCallId")
-        if not isinstance(approval_id, str) or not isinstance(call_id, str):
-            return chunk  # the gate drops it
-        record = self.model.tools.get(call_id)
-        if record is None:
-            return chunk  # the client-model rule makes it a data part
-        if record.settled:
-            self._repair("dropped-approval-for-settled-call", chunk)
-            return None
-        signature = None
-        if self._sign_approval is not None:
-            signature = self._sign_approval(approval_id, call_id, record.name, record.input)
-        issued = IssuedApproval(approval_id, call_id, record.name)
-        self.approvals_issued.append(issued)
-        if self._on_approval is not None:
-            self._on_approval(issued)
-        if self.target >= 6:
-            return chunk if signature is None else {**chunk, "signature": signature}
-        # ai 5: the question form (the tool call itself waits, like on 6 and 7).
-        record.awaiting_approval = True
-        reason = chunk.get("reason")
-        question = approval_question(
-            approval_id,
-            call_id,
-            record.name,
-            reason if isinstance(reason, str) else None,
-            signature,
-        )
-        self.gate.record_conversion("type:tool-approval-request->question", chunk)
-        # its own tool part: named after the approval, unless a call already has that id
-        form_id = approval_id if approval_id not in self.model.tools else f"approval-{approval_id}"
-        return {
-            "type": "tool-input-available",
-            "toolCallId": form_id,
-            "toolName": QUESTION_TOOL,
-            "input": question,
-        }
 
     def _object_metadata(self, chunk: Chunk) -> Chunk:
         """Keep message metadata an object: the client's deep merge throws on a string or number

@@ -32,6 +32,7 @@ import orjson
 
 from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL, is_approval_question
 from chunkbridge.protocol_specs.ui_message_stream import DEFAULT_TARGET
+from chunkbridge.translators.core.approvals import ApprovalHook, SignApproval
 from chunkbridge.translators.core.client_model import KnownToolCall
 from chunkbridge.translators.core.closing import (
     CLOSE_OUTCOMES,
@@ -40,7 +41,7 @@ from chunkbridge.translators.core.closing import (
     DeferredClose,
 )
 from chunkbridge.translators.core.gating import ConversionHook
-from chunkbridge.translators.core.guard import ApprovalHook, RepairHook, SignApproval, StreamGuard
+from chunkbridge.translators.core.guard import RepairHook, StreamGuard
 from chunkbridge.translators.core.sse_codec import encode_chunk, encode_chunks
 from chunkbridge.translators.core.surrogates import SurrogatePairs
 

@@ -2,7 +2,7 @@
 
 The same rules as the guard, read from the same places: framing from
 :class:`~chunkbridge.translators.core.sse_codec.SseDecoder` (eventsource-parser semantics), shapes
-from :func:`chunkbridge.protocol_specs.ui_message_stream.schema_errors`, ordering from
+from :func:`chunkbridge.protocol_specs.ui_message_shapes.schema_errors`, ordering from
 :class:`~chunkbridge.translators.core.client_model.ClientModel`. The first fatal finding is where
 the real client throws; nothing after it is read, as in the client. An ``error`` chunk is a
 legitimate ending: the client stops applying chunks there, so the rest is only reported as a
@@ -20,7 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from chunkbridge.protocol_specs.ui_message_stream import SSE_DONE, schema_errors, unknown_keys
+from chunkbridge.protocol_specs.ui_message_shapes import schema_errors, unknown_keys
+from chunkbridge.protocol_specs.ui_message_stream import SSE_DONE
 from chunkbridge.translators.core.client_model import ClientModel, KnownToolCall
 from chunkbridge.translators.core.sse_codec import SseDecoder, SseEvent
 

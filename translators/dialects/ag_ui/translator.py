@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from chunkbridge.kit import (
+    AGENT_ERROR,
     Chunk,
     CloseReason,
     CloseRequest,
@@ -170,7 +171,7 @@ class AgUiTranslator(Translator):
         return out
 
     def _on_run_error(self, event: dict[str, Any]) -> Sequence[Item]:
-        text = error_message(event.get("message"), "The agent failed.")
+        text = error_message(event.get("message"), AGENT_ERROR)
         code = event.get("code")
         if isinstance(code, str) and code and code not in text:
             text = f"{code}: {text}"

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from chunkbridge.kit import (
+    AGENT_ERROR,
+    TOOL_ERROR,
     Chunk,
     CloseReason,
     CloseRequest,
@@ -131,7 +133,7 @@ class AgentOpsV2Translator(Translator):
         )
 
     def _on_error(self, event: dict[str, Any]) -> Sequence[Item]:
-        text = error_message(event.get("error") or event.get("message"), "The agent failed.")
+        text = error_message(event.get("error") or event.get("message"), AGENT_ERROR)
         return [CloseRequest(CloseReason.UPSTREAM_ERROR, text)]
 
     # -- tools -----------------------------------------------------------------------------------
@@ -192,7 +194,7 @@ class AgentOpsV2Translator(Translator):
                 {
                     "type": "tool-output-error",
                     "toolCallId": call_id,
-                    "errorText": error_message(event.get("error"), "The tool failed."),
+                    "errorText": error_message(event.get("error"), TOOL_ERROR),
                     **self.tool_flags(providerExecuted=True),
                 }
             )

@@ -8,6 +8,7 @@ from typing import Any
 import orjson
 
 from chunkbridge.kit import (
+    PROVIDER_ERROR,
     Chunk,
     CloseReason,
     CloseRequest,
@@ -125,7 +126,7 @@ class AnthropicMessagesTranslator(Translator):
 
     def _on_error(self, event: dict[str, Any]) -> Sequence[Item]:
         error = event.get("error")
-        text = error_message(error, "The model provider reported an error.")
+        text = error_message(error, PROVIDER_ERROR)
         if isinstance(error, dict) and isinstance(error.get("type"), str):
             text = f"{error['type']}: {text}"
         return [CloseRequest(CloseReason.UPSTREAM_ERROR, text)]

@@ -8,6 +8,7 @@ from typing import Any
 import orjson
 
 from chunkbridge.kit import (
+    PROVIDER_ERROR,
     Chunk,
     CloseReason,
     CloseRequest,
@@ -321,7 +322,7 @@ class GeminiTranslator(Translator):
 
     def _on_error(self, event: dict[str, Any]) -> Sequence[Item]:
         error = event.get("error")
-        text = error_message(error, "The model provider reported an error.")
+        text = error_message(error, PROVIDER_ERROR)
         status = error.get("status") if isinstance(error, dict) else None
         if isinstance(status, str) and status:
             text = f"{status}: {text}"

@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from chunkbridge.kit import (
+    AGENT_ERROR,
+    TOOL_ERROR,
     Chunk,
     CloseReason,
     CloseRequest,
@@ -154,7 +156,7 @@ class OpenHarnessTranslator(Translator):
                 {
                     "type": "tool-output-error",
                     "toolCallId": call_id,
-                    "errorText": error_message(error, "The tool failed."),
+                    "errorText": error_message(error, TOOL_ERROR),
                     **self.tool_flags(providerExecuted=True),
                 }
             )
@@ -228,7 +230,7 @@ class OpenHarnessTranslator(Translator):
         return out
 
     def _on_error(self, event: dict[str, Any]) -> Sequence[Item]:
-        text = error_message(event.get("error", event.get("message")), "The agent failed.")
+        text = error_message(event.get("error", event.get("message")), AGENT_ERROR)
         out: list[Item] = [*self._end_parts()]
         if event["type"] == "flow:error":
             out.append(self._flow_status("error"))

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from chunkbridge.kit import (
+    PROVIDER_ERROR,
     Chunk,
     CloseReason,
     CloseRequest,
@@ -187,6 +188,6 @@ class OpenAIChatTranslator(Translator):
         return self.finish(self._finish_reason, step=False)[0]  # its finish-step went already
 
     def _on_error(self, event: dict[str, Any]) -> Sequence[Item]:
-        text = error_message(event.get("error"), "The model provider reported an error.")
+        text = error_message(event.get("error"), PROVIDER_ERROR)
         # Half-streamed tool calls are settled by the guard (tool-output-error), not completed.
         return [CloseRequest(CloseReason.UPSTREAM_ERROR, text)]

@@ -9,6 +9,7 @@ import orjson
 from pydantic import Field
 
 from chunkbridge.kit import (
+    TOOL_ERROR,
     HttpRequest,
     ProviderSettings,
     RequestRejected,
@@ -131,7 +132,7 @@ def _answer(part: Any) -> str:
     if part.state == "output-available":
         return output_text(part.output)
     if part.state == "output-error":
-        return orjson.dumps({"error": part.errorText or "The tool failed."}).decode()
+        return orjson.dumps({"error": part.errorText or TOOL_ERROR}).decode()
     return "The user denied this tool call."
 
 

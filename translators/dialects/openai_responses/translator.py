@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from chunkbridge.kit import (
+    PROVIDER_ERROR,
     Chunk,
     CloseReason,
     CloseRequest,
@@ -377,6 +378,6 @@ class OpenAIResponsesTranslator(Translator):
 
 
 def _error_text(error: Any) -> str:
-    text = error_message(error, "The model provider reported an error.")
+    text = error_message(error, PROVIDER_ERROR)
     code = error.get("code") if isinstance(error, dict) else None
     return f"{code}: {text}" if isinstance(code, str) and code and code not in text else text

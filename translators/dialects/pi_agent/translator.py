@@ -8,6 +8,7 @@ from typing import Any, Literal
 import orjson
 
 from chunkbridge.kit import (
+    TOOL_ERROR,
     Chunk,
     CloseReason,
     CloseRequest,
@@ -302,7 +303,7 @@ class PiAgentTranslator(Translator):
         result = event.get("result")
         flags = self.tool_flags(providerExecuted=True)
         if event.get("isError") is True:
-            text = _result_text(result) or "The tool failed."
+            text = _result_text(result) or TOOL_ERROR
             out.append(
                 {"type": "tool-output-error", "toolCallId": call_id, "errorText": text, **flags}
             )

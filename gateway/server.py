@@ -24,7 +24,7 @@ from uvicorn.supervisors import Multiprocess
 from chunkbridge.gateway.config import GatewayConfig
 from chunkbridge.gateway.service import Gateway
 
-__all__ = ["DrainingServer", "run_app", "run_workers", "worker_app"]
+__all__ = ["DrainingServer", "drain_on_signals", "run_app", "run_workers", "worker_config"]
 
 #: The environment variable that hands the parent's configuration to ``--workers`` processes.
 WORKER_CONFIG = "CHUNKBRIDGE_WORKER_CONFIG"
@@ -87,13 +87,14 @@ def run_app(app: Any, host: str, port: int, log_level: str = "info") -> None:
     DrainingServer(uv, gateway).run()
 
 
-def run_workers(config: GatewayConfig, workers: int) -> None:
+def run_workers(config: GatewayConfig, workers: int, factory: str) -> None:
     """``serve --workers N``: N processes on one listening socket (uvicorn's supervisor), each
-    building the app from the parent's configuration and draining on SIGTERM as one process
-    does. Turns and their per-session rule are per process unless ``resume = redis``."""
+    building the app with ``factory`` (``module:function``, which reads :func:`worker_config`)
+    and draining on SIGTERM as one process does (:func:`drain_on_signals`). Turns and their
+    per-session rule are per process unless ``resume = redis``."""
     os.environ[WORKER_CONFIG] = base64.b64encode(pickle.dumps(config)).decode()
     uv = _uvicorn_config(
-        "chunkbridge.gateway.server:worker_app",
+        factory,
         config.host,
         config.port,
         config.log_level,
@@ -106,17 +107,13 @@ def run_workers(config: GatewayConfig, workers: int) -> None:
     Multiprocess(uv, sockets=[sock]).run()
 
 
-def worker_app() -> Any:
-    """The app of one ``--workers`` process (the factory uvicorn imports in each of them)."""
-    from chunkbridge.gateway.http.app import create_app
-    from chunkbridge.gateway.logging import configure_logging
-
+def worker_config() -> GatewayConfig:
+    """In a ``--workers`` process: the configuration the parent passed on."""
     config: GatewayConfig = pickle.loads(base64.b64decode(os.environ[WORKER_CONFIG]))
-    configure_logging(config.log_level, config.log_format)
-    return create_app(config, on_startup=_drain_on_signals)
+    return config
 
 
-async def _drain_on_signals(gateway: Gateway) -> None:
+async def drain_on_signals(gateway: Gateway) -> None:
     """In a worker, uvicorn's own server handles the signals: put the drain in front of its
     handlers (installed before the app starts), as :class:`DrainingServer` does in one process."""
     loop = asyncio.get_running_loop()

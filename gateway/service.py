@@ -4,7 +4,6 @@ it runs, and the opening of a turn (which the HTTP POST and the WebSocket ``send
 from __future__ import annotations
 
 import functools
-import re
 import uuid
 from typing import Any
 
@@ -31,11 +30,7 @@ from chunkbridge.protocol_specs.chat_request import ChatRequest
 from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL, approval_signature
 from chunkbridge.translators.core.turn import Turn, TurnOptions
 
-__all__ = ["RETRY_AFTER_DRAINING", "SESSION_ID", "Gateway"]
-
-SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@~-]{0,127}")
-#: ``Retry-After`` of the 503 a draining gateway answers, in seconds.
-RETRY_AFTER_DRAINING = 5
+__all__ = ["Gateway"]
 
 
 class Gateway:

@@ -60,7 +60,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 detail="resume = memory with several workers: a resume only finds the turns "
                 "of the worker it lands on; use resume = redis",
             )
-        run_workers(config, config.workers)
+        run_workers(config, config.workers, f"{__name__}:worker_app")
         return 0
     run_app(app, config.host, config.port, config.log_level)
     return 0
@@ -165,3 +165,14 @@ def register(sub: SubParsers) -> None:
         "but --upstream applies.",
     )
     demo.set_defaults(func=cmd_demo, flags=add_settings(demo, exclude=["upstream"]))
+
+
+def worker_app() -> Any:
+    """The app of one ``serve --workers`` process (the factory uvicorn imports in each)."""
+    from chunkbridge.gateway.http.app import create_app
+    from chunkbridge.gateway.logging import configure_logging
+    from chunkbridge.gateway.server import drain_on_signals, worker_config
+
+    config = worker_config()
+    configure_logging(config.log_level, config.log_format)
+    return create_app(config, on_startup=drain_on_signals)

@@ -33,6 +33,8 @@ from chunkbridge.gateway.errors import BadRequest, NotFound, UnsupportedMediaTyp
 from chunkbridge.gateway.http.auth import authenticate
 from chunkbridge.gateway.http.chat_socket import chat_socket
 from chunkbridge.gateway.http.intake import (
+    RETRY_AFTER_DRAINING,
+    SESSION_ID,
     check_session,
     check_size,
     parse_chat_body,
@@ -40,7 +42,7 @@ from chunkbridge.gateway.http.intake import (
     rejected,
 )
 from chunkbridge.gateway.http.sse import ResumeResponse, TurnResponse
-from chunkbridge.gateway.service import RETRY_AFTER_DRAINING, SESSION_ID, Gateway
+from chunkbridge.gateway.service import Gateway
 
 __all__ = ["create_app"]
 
@@ -72,7 +74,7 @@ async def chat(request: Request) -> Any:
     )
     body_read = False
     try:
-        check_session(gateway, session_id)
+        check_session(gateway.draining, session_id)
         content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if content_type not in _JSON_TYPES:
             raise UnsupportedMediaType(detail=content_type or "no content-type")
@@ -84,12 +86,12 @@ async def chat(request: Request) -> Any:
         return TurnResponse(run)
     except Exception as exc:
         lingering = None if body_read else (config.lingering_bytes, config.lingering_time)
-        return refusal(rejected(gateway, log, exc, started), lingering)
+        return refusal(rejected(gateway.metrics, log, exc, started), lingering)
 
 
 def _rejected(gateway: Gateway, log: Any, exc: Exception, started: float) -> Response:
     """The HTTP error for a request that failed before streaming (it has no body to read)."""
-    return refusal(rejected(gateway, log, exc, started))
+    return refusal(rejected(gateway.metrics, log, exc, started))
 
 
 def _resumable(request: Request) -> tuple[Gateway, tuple[str, str]]:

@@ -28,8 +28,14 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from chunkbridge.gateway.errors import BadRequest, GatewayError
 from chunkbridge.gateway.http.auth import authenticate
-from chunkbridge.gateway.http.intake import check_session, check_size, parse_chat_request, rejected
-from chunkbridge.gateway.service import SESSION_ID, Gateway
+from chunkbridge.gateway.http.intake import (
+    SESSION_ID,
+    check_session,
+    check_size,
+    parse_chat_request,
+    rejected,
+)
+from chunkbridge.gateway.service import Gateway
 from chunkbridge.gateway.turn.run import TurnRun
 from chunkbridge.translators.core.sse_codec import DONE_FRAME
 
@@ -153,7 +159,7 @@ class _Connection:
         started = time.monotonic()
         log = self.log.bind(request_id=request.request_id, dialect=gateway.dialect.name)
         try:
-            check_session(gateway, self.session_id)
+            check_session(gateway.draining, self.session_id)
             check_size(size, gateway.config.max_body_bytes)
             given = frame.get("body")
             body: dict[str, Any] = given if isinstance(given, dict) else {}
@@ -170,7 +176,7 @@ class _Connection:
                 chat_request, self.session_id, self.forward, request.request_id, started, log
             )
         except Exception as exc:
-            error = rejected(gateway, log, exc, started, transport="websocket")
+            error = rejected(gateway.metrics, log, exc, started, transport="websocket")
             with contextlib.suppress(Exception):
                 await self.control("error", request.request_id, errorText=error.client_message)
             return

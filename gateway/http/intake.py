@@ -16,6 +16,7 @@ connection instead of the 413 (closing a socket with unread data resets it).
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from typing import Any
 
@@ -24,10 +25,12 @@ from pydantic import ValidationError
 from starlette.responses import PlainTextResponse, Response
 
 from chunkbridge.gateway.errors import BadRequest, GatewayError, PayloadTooLarge, ServiceUnavailable
-from chunkbridge.gateway.service import RETRY_AFTER_DRAINING, SESSION_ID, Gateway
+from chunkbridge.gateway.metrics import Metrics
 from chunkbridge.protocol_specs.chat_request import ChatRequest
 
 __all__ = [
+    "RETRY_AFTER_DRAINING",
+    "SESSION_ID",
     "LingeringRefusal",
     "check_session",
     "check_size",
@@ -38,9 +41,15 @@ __all__ = [
 ]
 
 
-def check_session(gateway: Gateway, session_id: str) -> None:
+#: What a session id may be (it goes into upstream URLs and store keys).
+SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@~-]{0,127}")
+#: ``Retry-After`` of the 503 a draining gateway answers, in seconds.
+RETRY_AFTER_DRAINING = 5
+
+
+def check_session(draining: bool, session_id: str) -> None:
     """What is refused before anything else: a draining gateway, a bad session id."""
-    if gateway.draining:
+    if draining:
         raise ServiceUnavailable(RETRY_AFTER_DRAINING, detail="draining")
     if not SESSION_ID.fullmatch(session_id):
         raise BadRequest("The session id is not valid.")
@@ -84,21 +93,21 @@ def parse_chat_request(raw: Any, max_messages: int) -> ChatRequest:
 
 
 def rejected(
-    gateway: Gateway, log: Any, exc: Exception, started: float, transport: str = "http"
+    metrics: Metrics, log: Any, exc: Exception, started: float, transport: str = "http"
 ) -> GatewayError:
     """Count and log a refused request; the :class:`GatewayError` to answer with (a bug of
     ours becomes a generic 500, its detail logged with the traceback)."""
     duration_ms = round((time.monotonic() - started) * 1000, 1)
     if not isinstance(exc, GatewayError):
-        gateway.metrics.internal_errors.inc()
+        metrics.internal_errors.inc()
         log.error(
             "request.failed", status=500, transport=transport, duration_ms=duration_ms, exc_info=exc
         )
         exc = GatewayError(detail=f"{type(exc).__name__}: {exc}")
     status = exc.status_hint
-    gateway.metrics.requests.labels(str(status)).inc()
+    metrics.requests.labels(str(status)).inc()
     if status >= 502:
-        gateway.metrics.upstream_errors.labels(type(exc).__name__).inc()
+        metrics.upstream_errors.labels(type(exc).__name__).inc()
     log.info(
         "request.rejected",
         status=status,

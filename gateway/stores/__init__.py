@@ -1,21 +1,31 @@
 """Where a gateway keeps what outlives one request: resumable streams and issued approvals.
 
-Two families, each a protocol here with a ``memory`` backend (one process,
-:mod:`~chunkbridge.gateway.stores.memory`) and a ``redis`` one (several instances share it,
-:mod:`~chunkbridge.gateway.stores.redis`). The turn code (:mod:`chunkbridge.gateway.turn`) is
-written against the protocols only; :func:`open_stores` picks the backends from the
-configuration (``resume = off | memory | redis``) and is the one place that does.
+Two families, each a protocol (:mod:`~chunkbridge.gateway.stores.base`, re-exported here)
+with a ``memory`` backend (one process, :mod:`~chunkbridge.gateway.stores.memory`) and a
+``redis`` one (several instances share it, :mod:`~chunkbridge.gateway.stores.redis`). The turn
+code (:mod:`chunkbridge.gateway.turn`) is written against the protocols only;
+:func:`open_stores` picks the backends from the configuration (``resume = off | memory |
+redis``) and is the one place that does.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
+
+from chunkbridge.gateway.stores.base import (
+    ANSWERED,
+    ApprovalLedger,
+    ChunkSink,
+    Claim,
+    Key,
+    ResumeLog,
+    ResumeStore,
+    Stoppable,
+)
 
 if TYPE_CHECKING:
     from chunkbridge.gateway.config import GatewayConfig
-    from chunkbridge.translators.core.approvals import IssuedApproval
 
 __all__ = [
     "ANSWERED",
@@ -29,88 +39,6 @@ __all__ = [
     "Stores",
     "open_stores",
 ]
-
-#: A response's key: (session id, chat id).
-Key = tuple[str, str]
-
-#: What an answered approval's ledger entry becomes (kept until it expires, to tell a replay
-#: from a forgery).
-ANSWERED = "answered"
-
-
-class ChunkSink(Protocol):
-    """Where a resumable turn's bodies also go, exactly as the client got them."""
-
-    def append(self, body: bytes) -> None: ...
-
-
-class ResumeLog(ChunkSink, Protocol):
-    """One response's chunk log, as its producer sees it."""
-
-    def finish(self) -> None:
-        """The response ended: readers get its end; the log stays readable for the store's
-        ``ttl``. Never waits (a backend that writes elsewhere does so in the background)."""
-
-
-class Stoppable(Protocol):
-    """A running turn as a resume store holds it: something a stop request can end."""
-
-    def stop(self) -> bool:
-        """End the turn as a client abort would; ``False`` when it had already ended."""
-
-
-class ResumeStore(Protocol):
-    """Chunk logs of running and recently finished responses, stops, and the per-session turn
-    rule across instances."""
-
-    def begin(self, key: Key, turn: Stoppable) -> ResumeLog:
-        """A new response for ``key`` (it replaces a finished one's log)."""
-
-    async def reader(self, key: Key) -> AsyncIterator[bytes] | None:
-        """The response of ``key`` from its first body, following it live; ``None`` when there
-        is none."""
-
-    async def stop(self, key: Key) -> bool:
-        """Stop the turn of ``key`` wherever it runs; whether one was running."""
-
-    async def acquire_turn(self, session_id: str, limit: int) -> str:
-        """Hold one of the session's ``limit`` turns across instances; the member to release.
-        Raises :class:`~chunkbridge.gateway.errors.TurnInProgress` when none is free."""
-
-    async def release_turn(self, session_id: str, member: str) -> None: ...
-
-    async def start(self) -> None: ...
-
-    async def aclose(self) -> None: ...
-
-
-class Claim(Protocol):
-    """An answer as the ledger sees it: its entry and the tool call it is for."""
-
-    @property
-    def approval_id(self) -> str: ...
-
-    @property
-    def tool_call_id(self) -> str: ...
-
-
-class ApprovalLedger(Protocol):
-    """The approvals and questions this gateway issued, by session (see
-    :mod:`chunkbridge.gateway.turn.answers`, which checks answers against it)."""
-
-    def issue(self, session_id: str, approval: IssuedApproval) -> None:
-        """Record an issued approval; called from inside a turn, so it never waits."""
-
-    async def lookup(self, session_id: str, approval_ids: Sequence[str]) -> list[str | None]:
-        """Per id: the tool call id it was issued for, :data:`ANSWERED`, or ``None``."""
-
-    async def claim(self, session_id: str, answers: Sequence[Claim]) -> bool:
-        """Mark every answer's entry answered, or none when one already is (atomically)."""
-
-    async def release(self, session_id: str, answers: Sequence[Claim]) -> None:
-        """Undo a claim (the upstream never got the answers)."""
-
-    async def aclose(self) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)

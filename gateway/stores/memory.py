@@ -13,7 +13,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Sequence
 
-from chunkbridge.gateway.stores import ANSWERED, Claim, Key, Stoppable
+from chunkbridge.gateway.stores.base import ANSWERED, Claim, Key, Stoppable
 from chunkbridge.translators.core.approvals import IssuedApproval
 
 __all__ = ["ChunkLog", "MemoryApprovalLedger", "MemoryResumeStore"]

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import redis.asyncio as aioredis
 
-from chunkbridge.gateway.stores import Claim
+from chunkbridge.gateway.stores.base import Claim
 from chunkbridge.gateway.stores.redis_resume import RedisResumeStore
 from chunkbridge.translators.core.approvals import IssuedApproval
 

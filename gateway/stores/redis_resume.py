@@ -33,7 +33,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from chunkbridge.gateway.errors import TurnInProgress
-from chunkbridge.gateway.stores import Key, Stoppable
+from chunkbridge.gateway.stores.base import Key, Stoppable
 from chunkbridge.translators.core.sse_codec import DONE_FRAME
 
 __all__ = ["RedisChunkLog", "RedisResumeStore"]

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from chunkbridge.gateway.errors import BadRequest, RequestError
 from chunkbridge.gateway.metrics import Metrics
-from chunkbridge.gateway.stores import ANSWERED, ApprovalLedger
+from chunkbridge.gateway.stores.base import ANSWERED, ApprovalLedger
 from chunkbridge.kit import ApprovalAnswer
 from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL, approval_signature
 from chunkbridge.translators.core.approvals import IssuedApproval

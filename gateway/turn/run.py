@@ -32,7 +32,7 @@ from typing import Any
 
 from chunkbridge.gateway.errors import TurnInProgress
 from chunkbridge.gateway.metrics import Metrics
-from chunkbridge.gateway.stores import ApprovalLedger, Key, ResumeLog, ResumeStore
+from chunkbridge.gateway.stores.base import ApprovalLedger, Key, ResumeLog, ResumeStore
 from chunkbridge.gateway.turn.answers import issued_question
 from chunkbridge.gateway.turn.driver import TurnDriver, Write
 from chunkbridge.translators.core.closing import CloseReason, CloseRequest

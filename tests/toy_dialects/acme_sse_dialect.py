@@ -81,16 +81,10 @@ class AcmeSseTranslator(Translator):
 
     def _on_end(self, event: dict[str, Any]) -> Sequence[Item]:
         reason = optional_str(event, "reason") or "stop"
-        metadata = {"usage": usage_metadata(event.get("usage"), USAGE), "stopReason": reason}
-        return [
-            *self.parts.end_all(),
-            *self.tools.complete(),
-            CloseRequest(
-                CloseReason.COMPLETED,
-                finish_reason=STOP_REASONS.get(reason, "other"),
-                message_metadata=metadata,
-            ),
-        ]
+        usage = usage_metadata(event.get("usage"), USAGE)
+        # finish-step, then the CloseRequest that completes the turn with the message metadata
+        ending = self.finish(STOP_REASONS.get(reason, "other"), usage=usage, stopReason=reason)
+        return [*self.parts.end_all(), *self.tools.complete(), *ending]
 
     def _on_error(self, event: dict[str, Any]) -> Sequence[Item]:
         text = error_message(event.get("message"), "The Acme API failed.")

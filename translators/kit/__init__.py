@@ -51,6 +51,7 @@ from chunkbridge.kit.frames import FrameTemplates, TurnFrames, build_frames
 from chunkbridge.kit.provider import (
     DataUrl,
     ProviderSettings,
+    add_turn,
     apply_overrides,
     content_pieces,
     output_text,
@@ -112,6 +113,7 @@ __all__ = [
     "TurnInput",
     "UnknownEventPolicy",
     "WebSocketContract",
+    "add_turn",
     "apply_overrides",
     "build_frames",
     "content_pieces",

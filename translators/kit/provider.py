@@ -26,6 +26,7 @@ from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL, is_appro
 
 __all__ = [
     "DataUrl",
+    "add_turn",
     "ProviderSettings",
     "apply_overrides",
     "content_pieces",
@@ -205,3 +206,15 @@ def output_text(output: Any) -> str:
     """A tool's output as the text a provider wants back: a string as it is, anything else as
     JSON."""
     return output if isinstance(output, str) else orjson.dumps(output).decode()
+
+
+def add_turn(turns: list[dict[str, Any]], role: str, key: str, items: list[Any]) -> None:
+    """Append ``items`` to ``turns`` as a turn of ``role`` (under ``key``: ``content``,
+    ``parts``…), merged into the last turn when that is of the same role: the APIs that want user
+    and model turns to alternate. No items: nothing."""
+    if not items:
+        return
+    if turns and turns[-1]["role"] == role:
+        turns[-1][key].extend(items)
+    else:
+        turns.append({"role": role, key: items})

@@ -43,7 +43,7 @@ def run_input(turn: TurnInput) -> dict[str, Any]:
     settings: AgUiSettings = turn.settings or AgUiSettings()
     resumed = frozenset(a.tool_call_id for a in turn.approval_answers)
     messages = messages_from_ui(
-        turn.request.messages, steps_of, latest_only=turn.history == "latest", resumed=resumed
+        turn.request.messages, latest_only=turn.history == "latest", resumed=resumed
     )
     if not any(m["role"] == "user" for m in messages):
         raise RequestRejected("The request has no user message to send.")
@@ -166,11 +166,10 @@ def _assistant(
 
 
 def messages_from_ui(
-    messages: list[Any], steps: Any, latest_only: bool, resumed: frozenset[str] = frozenset()
+    messages: list[Any], latest_only: bool, resumed: frozenset[str] = frozenset()
 ) -> list[dict[str, Any]]:
-    """``UIMessage`` history → AG-UI ``messages`` (see the module docstring); ``steps(message)``
-    cuts an assistant message at ``step-start``; ``resumed``: the tool calls whose approval this
-    run resumes (sent as calls without a result)."""
+    """``UIMessage`` history → AG-UI ``messages`` (see the module docstring); ``resumed``: the
+    tool calls whose approval this run resumes (sent as calls without a result)."""
     if latest_only:
         users = [m for m in messages if m.role == "user"]
         return [_user(users[-1])] if users else []
@@ -186,7 +185,7 @@ def messages_from_ui(
             parts = [p for p in message.parts if getattr(p, "tool_name", None) != QUESTION_TOOL]
             if len(parts) != len(message.parts):
                 message = message.model_copy(update={"parts": parts})
-            for index, step in enumerate(steps(message)):
+            for index, step in enumerate(steps_of(message)):
                 out.extend(_assistant(message, index, step, resumed))
     return out
 

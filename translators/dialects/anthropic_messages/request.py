@@ -12,6 +12,7 @@ from chunkbridge.kit import (
     ProviderSettings,
     RequestRejected,
     TurnInput,
+    add_turn,
     apply_overrides,
     is_answered,
     output_text,
@@ -53,7 +54,7 @@ def request_body(turn: TurnInput) -> dict[str, Any]:
     settings: AnthropicSettings = turn.settings or AnthropicSettings()
     messages = turn.request.messages
     try:
-        converted = messages_from_ui(messages, steps_of, parse_data_url)
+        converted = messages_from_ui(messages)
     except ValueError as exc:
         raise RequestRejected(str(exc)) from exc
     if not converted:
@@ -91,11 +92,9 @@ def error_frame(status: int, body: bytes) -> str:
     return orjson.dumps({"type": "error", "error": error}).decode()
 
 
-FileSource = Any  # DataUrl | None, from chunkbridge.kit.provider (spec modules import no kit)
-
-
-def _file_block(media_type: str, url: str, inline: Any) -> dict[str, Any]:
-    """A user file as a content block; ``inline`` is the parsed data URL or ``None``."""
+def _file_block(media_type: str, url: str) -> dict[str, Any]:
+    """A user file as a content block: a data URL inline, another URL by reference."""
+    inline = parse_data_url(url)
     if media_type.startswith("image/"):
         if inline is not None:
             source = {"type": "base64", "media_type": inline.media_type, "data": inline.base64}
@@ -261,23 +260,13 @@ def _assistant_step(parts: list[Any]) -> tuple[list[dict[str, Any]], list[dict[s
     return _tool_uses_last(content), results
 
 
-def messages_from_ui(messages: list[Any], steps: Any, parse_data_url: Any) -> list[dict[str, Any]]:
+def messages_from_ui(messages: list[Any]) -> list[dict[str, Any]]:
     """``UIMessage`` history → Anthropic ``messages`` (see the module docstring).
 
-    ``steps(message)`` cuts an assistant message at ``step-start``; ``parse_data_url(url)`` reads
-    a data URL (both from :mod:`chunkbridge.kit.provider`). Consecutive turns of one role are
-    merged: the API wants user and assistant to alternate. Raises ``ValueError`` for a file the
-    API cannot take.
+    Consecutive turns of one role are merged: the API wants user and assistant to alternate.
+    Raises ``ValueError`` for a file the API cannot take.
     """
     out: list[dict[str, Any]] = []
-
-    def add(role: str, content: list[dict[str, Any]]) -> None:
-        if not content:
-            return
-        if out and out[-1]["role"] == role:
-            out[-1]["content"].extend(content)
-        else:
-            out.append({"role": role, "content": content})
 
     for message in messages:
         if message.role == "system":
@@ -289,12 +278,12 @@ def messages_from_ui(messages: list[Any], steps: Any, parse_data_url: Any) -> li
                 if kind == "text" and part.text:
                     content.append({"type": "text", "text": part.text})
                 elif kind == "file":
-                    content.append(_file_block(part.mediaType, part.url, parse_data_url(part.url)))
-            add("user", content)
+                    content.append(_file_block(part.mediaType, part.url))
+            add_turn(out, "user", "content", content)
             continue
-        for step in steps(message):
+        for step in steps_of(message):
             content, results = _assistant_step(step)
-            add("assistant", content)
-            add("user", results)
+            add_turn(out, "assistant", "content", content)
+            add_turn(out, "user", "content", results)
     _drop_orphan_callers(out)
     return out

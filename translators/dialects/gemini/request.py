@@ -12,6 +12,7 @@ from chunkbridge.kit import (
     ProviderSettings,
     RequestRejected,
     TurnInput,
+    add_turn,
     apply_overrides,
     is_answered,
     parse_data_url,
@@ -58,7 +59,7 @@ def request_body(turn: TurnInput) -> dict[str, Any]:
     settings: GeminiSettings = turn.settings or GeminiSettings()
     messages = turn.request.messages
     try:
-        contents = contents_from_ui(messages, steps_of, parse_data_url)
+        contents = contents_from_ui(messages)
     except ValueError as exc:
         raise RequestRejected(str(exc)) from exc
     if not contents:
@@ -100,7 +101,7 @@ def _signature(metadata: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _user_parts(parts: list[Any], parse_data_url: Any) -> list[dict[str, Any]]:
+def _user_parts(parts: list[Any]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for part in parts:
         kind = getattr(part, "type", None)
@@ -155,27 +156,19 @@ def _model_step(parts: list[Any]) -> tuple[list[dict[str, Any]], list[dict[str, 
     return content, responses
 
 
-def contents_from_ui(messages: list[Any], steps: Any, parse_data_url: Any) -> list[dict[str, Any]]:
+def contents_from_ui(messages: list[Any]) -> list[dict[str, Any]]:
     """``UIMessage`` history → Gemini ``contents`` (see the module docstring). Consecutive turns
     of one role are merged."""
     out: list[dict[str, Any]] = []
-
-    def add(role: str, parts: list[dict[str, Any]]) -> None:
-        if not parts:
-            return
-        if out and out[-1]["role"] == role:
-            out[-1]["parts"].extend(parts)
-        else:
-            out.append({"role": role, "parts": parts})
 
     for message in messages:
         if message.role == "system":
             continue
         if message.role == "user":
-            add("user", _user_parts(message.parts, parse_data_url))
+            add_turn(out, "user", "parts", _user_parts(message.parts))
             continue
-        for step in steps(message):
+        for step in steps_of(message):
             content, responses = _model_step(step)
-            add("model", content)
-            add("user", responses)
+            add_turn(out, "model", "parts", content)
+            add_turn(out, "user", "parts", responses)
     return out

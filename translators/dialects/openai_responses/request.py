@@ -60,7 +60,7 @@ def request_body(turn: TurnInput) -> dict[str, Any]:
     settings: OpenAIResponsesSettings = turn.settings or OpenAIResponsesSettings()
     messages = turn.request.messages
     answers = {a.tool_call_id: a for a in turn.approval_answers}
-    items = input_from_ui(messages, steps_of, answers, settings.tools)
+    items = input_from_ui(messages, answers, settings.tools)
     if not items:
         raise RequestRejected("The request has no message to send.")
     body: dict[str, Any] = {"model": settings.model, "stream": True}
@@ -251,12 +251,11 @@ def _declared(tools: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
 
 def input_from_ui(
     messages: list[Any],
-    steps: Any,
     answers: Mapping[str, Any] | None = None,
     tools: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """``UIMessage`` history → Responses ``input`` items (see the module docstring).
-    ``steps(message)`` cuts an assistant message at ``step-start``; ``answers``: the approval
+    ``answers``: the approval
     answers of this request by tool call id (``TurnInput.approval_answers``); ``tools``: the
     deployment's declared tools by name."""
     declared = _declared(tools or {})
@@ -269,6 +268,6 @@ def input_from_ui(
             if content:
                 items.append({"role": "user", "content": content})
             continue
-        for step in steps(message):
+        for step in steps_of(message):
             items.extend(_assistant_step(step, answers or {}, declared))
     return items

@@ -1,6 +1,6 @@
 """The turn driver: the one loop that moves a turn from its upstream to its output.
 
-``chunkbridge serve`` (through :class:`chunkbridge.gateway.http.sse.ChatStream`), ``replay``,
+``chunkbridge serve`` (through :class:`chunkbridge.gateway.turn.run.TurnRun`), ``replay``,
 the golden files, ``record`` and the tests all run turns with :meth:`TurnDriver.run`: receive
 a frame, run it — and every further frame the upstream transport already holds — through the
 turn's fused hot path

@@ -14,6 +14,7 @@ __all__ = ["register"]
 
 
 def _read_input(path: str) -> bytes:
+    """The file's bytes, or stdin's for ``-``."""
     if path == "-":
         return sys.stdin.buffer.read()
     return Path(path).read_bytes()
@@ -78,7 +79,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     except UnknownDialect as exc:
         return fail("replay", exc)
     try:
-        raw = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
+        raw = _read_input(args.file)
     except OSError as exc:
         return fail("replay", f"cannot read {args.file}: {exc.strerror}")
     output = replay_frames(

@@ -53,10 +53,7 @@ def _tools(settings: AnthropicSettings) -> list[dict[str, Any]]:
 def request_body(turn: TurnInput) -> dict[str, Any]:
     settings: AnthropicSettings = turn.settings or AnthropicSettings()
     messages = turn.request.messages
-    try:
-        converted = messages_from_ui(messages)
-    except ValueError as exc:
-        raise RequestRejected(str(exc)) from exc
+    converted = messages_from_ui(messages)
     if not converted:
         raise RequestRejected("The request has no message to send.")
     body: dict[str, Any] = {
@@ -110,7 +107,7 @@ def _file_block(media_type: str, url: str) -> dict[str, Any]:
     if media_type == "text/plain" and inline is not None:
         source = {"type": "text", "media_type": "text/plain", "data": inline.text()}
         return {"type": "document", "source": source}
-    raise ValueError(f"Files of type {media_type} cannot be sent to Anthropic.")
+    raise RequestRejected(f"Files of type {media_type} cannot be sent to Anthropic.")
 
 
 def _text_block(part: Any) -> dict[str, Any] | None:
@@ -264,7 +261,7 @@ def messages_from_ui(messages: list[Any]) -> list[dict[str, Any]]:
     """``UIMessage`` history → Anthropic ``messages`` (see the module docstring).
 
     Consecutive turns of one role are merged: the API wants user and assistant to alternate.
-    Raises ``ValueError`` for a file the API cannot take.
+    Raises :class:`RequestRejected` for a file the API cannot take.
     """
     out: list[dict[str, Any]] = []
 

@@ -58,10 +58,7 @@ def _tools(settings: GeminiSettings) -> list[dict[str, Any]]:
 def request_body(turn: TurnInput) -> dict[str, Any]:
     settings: GeminiSettings = turn.settings or GeminiSettings()
     messages = turn.request.messages
-    try:
-        contents = contents_from_ui(messages)
-    except ValueError as exc:
-        raise RequestRejected(str(exc)) from exc
+    contents = contents_from_ui(messages)
     if not contents:
         raise RequestRejected("The request has no message to send.")
     body: dict[str, Any] = {"contents": contents}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import tomllib
 from collections.abc import Generator
 from pathlib import Path
 
@@ -15,14 +16,25 @@ from tests.conformance.harness import RealClients, unavailable_reason
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 ROOT = Path(__file__).resolve().parents[1]
-#: Where each folder of the repository goes in the installed package.
-PACKAGE_DIRS = {
-    "src/chunkbridge": "",
-    "translators/kit": "kit",
-    "translators": "translators",
-    "gateway": "gateway",
-    "protocol_specs": "protocol_specs",
-}
+
+
+def package_files() -> dict[str, Path]:
+    """Every module of the package by its path in the installed package (``chunkbridge/kit/
+    dialect.py``), from ``pyproject.toml``'s package directories: the longest mapped folder
+    holding a file decides where it goes (``translators/kit/`` is ``chunkbridge/kit/``)."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    folders = {
+        Path(folder): package.replace(".", "/") for package, folder in config["package-dir"].items()
+    }
+    out: dict[str, Path] = {}
+    for folder, package in folders.items():
+        for module in (ROOT / folder).rglob("*.py"):
+            owner = max(
+                (f for f in folders if module.is_relative_to(ROOT / f)), key=lambda f: len(f.parts)
+            )
+            if owner == folder:
+                out[f"{package}/{module.relative_to(ROOT / folder).as_posix()}"] = module
+    return out
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -33,14 +45,11 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     installed = Path(chunkbridge.__file__).parent
     if not installed.joinpath("__init__.py").is_symlink():
         return  # a regular install: no link tree to be stale
-    missing = []
-    for folder, package in PACKAGE_DIRS.items():
-        for module in (ROOT / folder).rglob("*.py"):
-            relative = module.relative_to(ROOT / folder)
-            if folder == "translators" and relative.parts[0] == "kit":
-                continue
-            if not installed.joinpath(package, relative).exists():
-                missing.append(str(module.relative_to(ROOT)))
+    missing = [
+        str(module.relative_to(ROOT))
+        for name, module in package_files().items()
+        if not installed.parent.joinpath(name).exists()
+    ]
     if missing:
         listed = ", ".join(sorted(missing)[:5]) + (" …" if len(missing) > 5 else "")
         pytest.exit(f"the editable install predates {listed}: run `make install`", returncode=4)

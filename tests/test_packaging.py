@@ -20,8 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import package_files
+
 ROOT = Path(__file__).resolve().parents[1]
-PARTS = {"gateway": "gateway", "translators": "translators", "protocol_specs": "protocol_specs"}
 
 
 def _run(*args: str | Path, cwd: Path, timeout: float = 180) -> subprocess.CompletedProcess[str]:
@@ -63,14 +64,7 @@ def test_the_wheel_holds_every_module_under_one_name(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     tops = {n.split("/")[0] for n in names if not n.startswith("chunkbridge-")}
     assert tops == {"chunkbridge"}
-    expected = {"chunkbridge/__init__.py", "chunkbridge/py.typed", "chunkbridge/kit/__init__.py"}
-    for folder, package in PARTS.items():
-        for path in (ROOT / folder).rglob("*.py"):
-            relative = path.relative_to(ROOT / folder).as_posix()
-            if folder == "translators" and relative.startswith("kit/"):
-                expected.add(f"chunkbridge/{relative}")  # translators/kit/ is chunkbridge.kit
-            else:
-                expected.add(f"chunkbridge/{package}/{relative}")
+    expected = {"chunkbridge/py.typed", *package_files()}
     expected.add("chunkbridge/gateway/devtools/static/demo.html")
     assert expected <= names, sorted(expected - names)
 

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 __all__ = [
     "BadRequest",
+    "ChatFull",
+    "StoreDown",
     "ServiceUnavailable",
     "Forbidden",
     "GatewayError",
@@ -100,6 +102,18 @@ class NotFound(RequestError):
 class TurnInProgress(RequestError):
     status_hint = 409
     client_message = "This session is already answering; wait for it or stop it first."
+
+
+class ChatFull(RequestError):
+    status_hint = 409
+    client_message = "This chat is full; start a new one."
+
+
+class StoreDown(GatewayError):
+    """The transcript store cannot be reached and the turn needs it (``history = stored``)."""
+
+    status_hint = 503
+    client_message = "The conversation cannot be loaded right now; please try again."
 
 
 class ServiceUnavailable(GatewayError):

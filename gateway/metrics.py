@@ -55,6 +55,18 @@ class Metrics:
         self.stream_outcomes = Counter(
             "chunkbridge_stream_outcomes", "Streams by close reason", ["reason"], registry=registry
         )
+        self.transcript_writes = Counter(
+            "chunkbridge_transcript_writes",
+            "Transcript writes: written, retried (the database failed, tried again), failed "
+            "(given up, reported)",
+            ["outcome"],
+            registry=registry,
+        )
+        self.transcript_rows_skipped = Counter(
+            "chunkbridge_transcript_rows_skipped",
+            "Stored messages that did not load (corrupt, or from a newer format)",
+            registry=registry,
+        )
         self.time_to_first_chunk = Histogram(
             "chunkbridge_time_to_first_chunk_seconds",
             "Request start to the first translated chunk",

@@ -1,15 +1,19 @@
-"""Where a gateway keeps what outlives one request: resumable streams and issued approvals.
+"""Where a gateway keeps what outlives one request: resumable streams, issued approvals and
+the chats' transcripts.
 
-Two families, each a protocol (:mod:`~chunkbridge.gateway.stores.base`, re-exported here)
-with a ``memory`` backend (one process, :mod:`~chunkbridge.gateway.stores.memory`) and a
-``redis`` one (several instances share it, :mod:`~chunkbridge.gateway.stores.redis`). The turn
+Three families, each a protocol (:mod:`~chunkbridge.gateway.stores.base`, re-exported here):
+resumable streams and approvals with a ``memory`` backend (one process,
+:mod:`~chunkbridge.gateway.stores.memory`) and a ``redis`` one (several instances share it,
+:mod:`~chunkbridge.gateway.stores.redis`); transcripts on SQL
+(:mod:`~chunkbridge.gateway.stores.transcript_sql`) over ``sqlite`` or ``postgres``. The turn
 code (:mod:`chunkbridge.gateway.turn`) is written against the protocols only;
 :func:`open_stores` picks the backends from the configuration (``resume = off | memory |
-redis``) and is the one place that does.
+redis``, ``store = off | sqlite | postgres``) and is the one place that does.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +26,8 @@ from chunkbridge.gateway.stores.base import (
     ResumeLog,
     ResumeStore,
     Stoppable,
+    StoreUnavailable,
+    TranscriptStore,
 )
 
 if TYPE_CHECKING:
@@ -36,37 +42,85 @@ __all__ = [
     "ResumeLog",
     "ResumeStore",
     "Stoppable",
+    "StoreUnavailable",
     "Stores",
+    "TranscriptStore",
     "open_stores",
 ]
 
 
 @dataclass(frozen=True, slots=True)
 class Stores:
-    """The backends one gateway app uses: ``resume`` is ``None`` with ``resume = off``."""
+    """The backends one gateway app uses: ``resume`` is ``None`` with ``resume = off``,
+    ``transcripts`` with ``store = off``."""
 
     resume: ResumeStore | None
     approvals: ApprovalLedger
+    transcripts: TranscriptStore | None = None
 
     async def start(self) -> None:
+        """Connect what needs it; fails the start-up (:class:`StoreUnavailable`, or Redis's
+        error) when a configured store is not there."""
         if self.resume is not None:
-            await self.resume.start()  # redis: fails the start-up when Redis is not there
+            await self.resume.start()
+        if self.transcripts is not None:
+            await self.transcripts.start()
 
     async def aclose(self) -> None:
         await self.approvals.aclose()
         if self.resume is not None:
             await self.resume.aclose()
+        if self.transcripts is not None:
+            await self.transcripts.aclose()
 
 
-def open_stores(config: GatewayConfig, log: Any) -> Stores:
+def open_stores(config: GatewayConfig, log: Any, on_skipped: Callable[[], None]) -> Stores:
     """The backends ``config`` asks for. With ``resume = redis`` the approval ledger is in Redis
-    as well (any instance may take an answer), through the same client."""
+    as well (any instance may take an answer), through the same client. ``on_skipped`` counts
+    a stored message that did not load (it is logged here)."""
+    transcripts = _transcripts(config, log, on_skipped)
     if config.resume == "redis":
         from chunkbridge.gateway.stores.redis import open_redis_stores
 
         resume, approvals = open_redis_stores(config, log)
-        return Stores(resume, approvals)
+        return Stores(resume, approvals, transcripts)
     from chunkbridge.gateway.stores.memory import MemoryApprovalLedger, MemoryResumeStore
 
     memory = MemoryResumeStore(config.resume_ttl) if config.resume == "memory" else None
-    return Stores(memory, MemoryApprovalLedger(config.approval_ttl))
+    return Stores(memory, MemoryApprovalLedger(config.approval_ttl), transcripts)
+
+
+def _transcripts(
+    config: GatewayConfig, log: Any, on_skipped: Callable[[], None]
+) -> TranscriptStore | None:
+    if config.store == "off":
+        return None
+    from chunkbridge.gateway.stores.transcript_sql import Database, SqlTranscriptStore
+
+    def skipped(key: Key, message_id: str, reason: str) -> None:
+        on_skipped()
+        log.warning(
+            "transcript.row_skipped",
+            session_id=key[0][:128],
+            chat_id=key[1][:128],
+            message_id=message_id[:128],
+            reason=reason,
+        )
+
+    database: Database
+    if config.store == "sqlite":
+        from chunkbridge.gateway.stores.sqlite import SqliteDatabase
+
+        database = SqliteDatabase(config.store_path)
+    else:
+        try:
+            from chunkbridge.gateway.stores.postgres import PostgresDatabase
+        except ImportError as exc:
+            from chunkbridge.gateway.config import ConfigError
+
+            raise ConfigError(
+                f"store = postgres needs psycopg ({exc.name} is missing): "
+                "pip install 'chunkbridge[postgres]'"
+            ) from exc
+        database = PostgresDatabase(config.store_url, config.connect_timeout)
+    return SqlTranscriptStore(database, skipped)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
     from chunkbridge.translators.core.approvals import IssuedApproval
@@ -16,7 +17,14 @@ __all__ = [
     "Key",
     "ResumeLog",
     "ResumeStore",
+    "ChatPage",
+    "ChatSummary",
+    "MessageStatus",
+    "StoredMessage",
     "Stoppable",
+    "StoreUnavailable",
+    "Transcript",
+    "TranscriptStore",
 ]
 
 #: A response's key: (session id, chat id).
@@ -98,5 +106,88 @@ class ApprovalLedger(Protocol):
 
     async def release(self, session_id: str, answers: Sequence[Claim]) -> None:
         """Undo a claim (the upstream never got the answers)."""
+
+    async def aclose(self) -> None: ...
+
+
+# -- transcripts -------------------------------------------------------------------------------
+
+#: A stored message's status: its turn runs (``streaming``), ended normally (``done``), with an
+#: ``error`` chunk, or cut short (``aborted``: a stop, a timeout, the client gone).
+MessageStatus = Literal["streaming", "done", "error", "aborted"]
+
+
+class StoreUnavailable(RuntimeError):
+    """The transcript database cannot be reached or used (the message says which and why)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredMessage:
+    """One ``UIMessage`` of a chat as stored: the message, its status and the AI SDK major it
+    was produced for."""
+
+    message: dict[str, Any]
+    status: MessageStatus
+    major: int
+
+
+@dataclass(frozen=True, slots=True)
+class Transcript:
+    """A chat's messages in order; ``skipped`` rows did not load (corrupt, or written by a
+    newer format) and were reported."""
+
+    messages: list[StoredMessage]
+    skipped: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ChatSummary:
+    chat_id: str
+    title: str
+    created_at: float
+    updated_at: float
+    messages: int
+
+
+@dataclass(frozen=True, slots=True)
+class ChatPage:
+    """Chats, newest first; ``next`` is the cursor of the following page (``None``: the last)."""
+
+    chats: list[ChatSummary]
+    next: str | None
+
+
+class TranscriptStore(Protocol):
+    """Where chats are kept (``store = sqlite | postgres``). Every method may raise
+    :class:`StoreUnavailable`."""
+
+    async def start(self) -> None:
+        """Connect and bring the schema up to date (migrations)."""
+
+    async def load(self, key: Key) -> Transcript: ...
+
+    async def put(
+        self,
+        key: Key,
+        message: dict[str, Any],
+        status: MessageStatus,
+        major: int,
+        *,
+        title: str = "",
+        truncate_after: bool = False,
+    ) -> None:
+        """Add ``message`` at the chat's end, or update it in place when its id is stored;
+        ``truncate_after`` drops the messages after it (a user message sent again: an edit or
+        a regenerate). ``title`` names a chat created by this call."""
+
+    async def count(self, key: Key) -> int: ...
+
+    async def chats(self, session_id: str, limit: int, cursor: str | None) -> ChatPage: ...
+
+    async def delete(self, key: Key) -> bool:
+        """Forget a chat; ``False`` when there was none."""
+
+    async def purge(self, older_than: float) -> int:
+        """Forget the chats not written since ``older_than`` (a UNIX time); how many."""
 
     async def aclose(self) -> None: ...

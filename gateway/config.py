@@ -49,6 +49,7 @@ __all__ = [
 ENV_PREFIX = "CHUNKBRIDGE_"
 #: Upstream URL schemes: WebSocket dialects, HTTP (server-sent events) dialects.
 UPSTREAM_SCHEMES = ("ws", "wss", "http", "https")
+POSTGRES_URL = "postgresql://127.0.0.1/chunkbridge"
 
 
 class AuthMode(StrEnum):
@@ -64,6 +65,8 @@ class HistoryMode(StrEnum):
     LATEST = "latest"
     #: Also send the whole UIMessage history in the prompt frame.
     FULL = "full"
+    #: The whole history from the transcript store (the client sends only its last message).
+    STORED = "stored"
 
 
 class GatewayConfig(BaseModel):
@@ -93,8 +96,20 @@ class GatewayConfig(BaseModel):
     history: HistoryMode | None = Field(
         None,
         description="what the upstream gets of the conversation: latest (the newest user "
-        "message: it keeps the history) or full (the whole UIMessage history each turn); "
+        "message: it keeps the history), full (the whole UIMessage history the client sent) or "
+        "stored (the whole history from the store: the client sends only its last message); "
         "default: the dialect's (full for ag-ui, latest for the others)",
+    )
+    store: Literal["off", "sqlite", "postgres"] = Field(
+        "off",
+        description="keep each chat's messages (GET …/chat/<chat id>/messages, GET …/chats): off, "
+        "sqlite (one file, store_path) or postgres (several instances, store_url)",
+    )
+    store_path: Path = Field(Path("chunkbridge.sqlite3"), description="store = sqlite: the file")
+    store_url: str = Field(POSTGRES_URL, repr=False, description="store = postgres: a URL")
+    store_ttl: float = Field(2_592_000.0, gt=0, description="seconds an unwritten chat is kept")
+    store_max_messages: int = Field(
+        1000, gt=0, description="most messages one stored chat may hold (a turn beyond: 409)"
     )
 
     auth: AuthMode = Field(AuthMode.NONE, description="client authentication")
@@ -246,6 +261,8 @@ class GatewayConfig(BaseModel):
     def _consistent(self) -> GatewayConfig:
         if self.auth is AuthMode.JWT and not (self.jwt_key or self.jwt_key_file):
             raise ValueError("auth = jwt needs jwt_key or jwt_key_file")
+        if self.history is HistoryMode.STORED and self.store == "off":
+            raise ValueError("history = stored needs a store (store = sqlite or postgres)")
         if self.keepalive_interval >= self.idle_timeout:
             raise ValueError("keepalive_interval must be shorter than idle_timeout")
         if self.jwt_key_file is not None:

@@ -3,22 +3,27 @@ it runs, and the opening of a turn (which the HTTP POST and the WebSocket ``send
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
+import time
 import uuid
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from chunkbridge.gateway.config import ConfigError, GatewayConfig
+from chunkbridge.gateway.config import ConfigError, GatewayConfig, HistoryMode
 from chunkbridge.gateway.errors import BadRequest, GatewayError
 from chunkbridge.gateway.logging import get_logger
 from chunkbridge.gateway.metrics import Metrics
 from chunkbridge.gateway.registry import UnknownDialect, get_dialect, registry
-from chunkbridge.gateway.stores import open_stores
+from chunkbridge.gateway.stores import StoreUnavailable, open_stores
+from chunkbridge.gateway.stores.writer import TranscriptWriter
 from chunkbridge.gateway.transports.connectors import Connector, connector_for
 from chunkbridge.gateway.turn.answers import QuestionAnswer, claim_answers, issue_approval
 from chunkbridge.gateway.turn.driver import DriverSettings, TurnDriver
 from chunkbridge.gateway.turn.run import OpenTurns, TurnRun
+from chunkbridge.gateway.turn.transcript import TurnTranscript, stored_request
 from chunkbridge.kit import (
     Dialect,
     RequestRejected,
@@ -42,7 +47,12 @@ class Gateway:
         self.turns = OpenTurns()
         self.draining = False
         self.log = get_logger("chunkbridge.gateway")
-        self.stores = open_stores(config, self.log)
+        self.stores = open_stores(
+            config, self.log, on_skipped=self.metrics.transcript_rows_skipped.inc
+        )
+        #: The transcript writes, behind the turns (``store`` on).
+        self.transcript_writer = TranscriptWriter(self.metrics, self.log)
+        self._retention: asyncio.Task[None] | None = None
         self.configure(config)
 
     def configure(self, config: GatewayConfig) -> None:
@@ -64,7 +74,17 @@ class Gateway:
         self.dialect: Dialect = dialect
         self.dialect_settings = settings
         #: What the upstream gets of the conversation: the deployment's choice, or the dialect's.
-        self.history = config.history.value if config.history else dialect.history
+        #: ``history = stored``: the conversation comes from the transcript store.
+        self.stored_history = config.history is HistoryMode.STORED
+        #: What the upstream gets of the conversation: the deployment's choice (a stored
+        #: history is sent whole), or the dialect's.
+        self.history: Literal["latest", "full"] = (
+            dialect.history
+            if config.history is None
+            else "latest"
+            if config.history is HistoryMode.LATEST
+            else "full"
+        )
         self.connector: Connector = connector_for(dialect, config)
         self.driver_settings = DriverSettings(
             first_event_timeout=config.first_event_timeout,
@@ -83,12 +103,34 @@ class Gateway:
 
     async def start(self) -> None:
         await self.stores.start()
+        if self.stores.transcripts is not None:
+            self._retention = asyncio.create_task(self._forget_old_chats())
 
     async def aclose(self) -> None:
-        """Drain the open turns (each ends validly; up to ``drain_timeout``), then close."""
+        """Drain the open turns (each ends validly; up to ``drain_timeout``), write what they
+        left to write, then close."""
         await self.drain(self.config.drain_timeout)
+        await self.transcript_writer.drain(self.config.drain_timeout)
+        if self._retention is not None:
+            self._retention.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._retention
         await self.connector.aclose()
         await self.stores.aclose()
+
+    async def _forget_old_chats(self, every: float = 3600.0) -> None:
+        """``store_ttl``: at start-up, then hourly, forget the chats nobody wrote to since."""
+        store = self.stores.transcripts
+        assert store is not None
+        while True:
+            try:
+                forgotten = await store.purge(time.time() - self.config.store_ttl)
+            except StoreUnavailable as exc:
+                self.log.warning("transcript.purge_failed", error=str(exc))
+            else:
+                if forgotten:
+                    self.log.info("transcript.purged", chats=forgotten)
+            await asyncio.sleep(every)
 
     async def drain(self, grace: float) -> None:
         self.draining = True
@@ -115,6 +157,14 @@ class Gateway:
             if resume is not None:  # the rule across instances (redis); a no-op in one process
                 member = await resume.acquire_turn(session_id, config.max_turns_per_session)
             run_id = uuid.uuid4().hex
+            transcripts = self.stores.transcripts
+            continued: dict[str, Any] | None = None
+            if transcripts is not None and self.stored_history:
+                chat_request, continued = await stored_request(
+                    transcripts, chat_request, session_id, config.store_max_messages
+                )
+            if not chat_request.id:
+                transcripts = None  # nothing to file it under
             turn_input = TurnInput(
                 chat_request, session_id, run_id, self.dialect_settings, self.history
             )
@@ -150,11 +200,27 @@ class Gateway:
             raise
 
         secret = config.approval_secret
+        message_id = chat_request.response_message_id() or f"msg_{run_id[:24]}"
+        transcript = None
+        if transcripts is not None:
+            if continued is None and chat_request.is_continuation:
+                continued = self._client_copy(chat_request)
+            transcript = TurnTranscript(
+                transcripts,
+                self.transcript_writer,
+                (session_id, chat_request.id),
+                config.target,
+                chat_request,
+                message_id,
+                continued,
+                wait_for_end=self.stored_history,
+            )
+            transcript.begin()
         turn = Turn(
             self.dialect.translator(self.translator_options),
             TurnOptions(
                 target=config.target,
-                message_id=chat_request.response_message_id() or f"msg_{run_id[:24]}",
+                message_id=message_id,
                 mask_errors=config.mask_errors,
                 known_tools=turn_input.known_tool_calls(),
                 denied_calls=[a.tool_call_id for a in answers if not a.approved],
@@ -177,4 +243,12 @@ class Gateway:
             metrics=metrics,
             log=log,
             started=started,
+            transcript=transcript,
         )
+
+    @staticmethod
+    def _client_copy(chat_request: ChatRequest) -> dict[str, Any] | None:
+        """The continued message as the client sent it (the store is not the history's
+        source here, so the client's copy is what its answer builds on)."""
+        message = chat_request.continued_message()
+        return message.model_dump(mode="json", exclude_unset=True) if message else None

@@ -1,4 +1,5 @@
-"""The Starlette app: ``POST /api/sessions/{session_id}/chat`` plus health, readiness and metrics.
+"""The Starlette app: ``POST /api/sessions/{session_id}/chat``, its resume, stop and stored-chat
+routes, plus health, readiness and metrics.
 
 Error policy (Starlette's ``response_started`` rule): everything that can fail before the first byte
 — request shape, auth, the session's turn lock, connecting to the upstream and sending the prompt —
@@ -42,6 +43,7 @@ from chunkbridge.gateway.http.intake import (
     rejected,
 )
 from chunkbridge.gateway.http.sse import ResumeResponse, TurnResponse
+from chunkbridge.gateway.http.transcripts import chat_list, chat_messages, delete_chat
 from chunkbridge.gateway.service import Gateway
 
 __all__ = ["create_app"]
@@ -192,7 +194,7 @@ def create_app(
             Middleware(
                 CORSMiddleware,
                 allow_origins=config.cors_origins,
-                allow_methods=["POST", "GET", "OPTIONS"],
+                allow_methods=["POST", "GET", "DELETE", "OPTIONS"],
                 allow_headers=["authorization", "content-type", "x-request-id"],
                 expose_headers=["x-request-id"],
             )
@@ -221,6 +223,17 @@ def create_app(
                 "/api/sessions/{session_id:str}/chat/{chat_id:path}/stop",
                 stop_turn,
                 methods=["POST"],
+            ),
+            Route(
+                "/api/sessions/{session_id:str}/chat/{chat_id:path}/messages",
+                chat_messages,
+                methods=["GET"],
+            ),
+            Route("/api/sessions/{session_id:str}/chats", chat_list, methods=["GET"]),
+            Route(
+                "/api/sessions/{session_id:str}/chat/{chat_id:path}",
+                delete_chat,
+                methods=["DELETE"],
             ),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),

@@ -73,6 +73,9 @@ def parse_chat_request(raw: Any, max_messages: int) -> ChatRequest:
     """A decoded request body as a chat request."""
     if not isinstance(raw, dict):
         raise BadRequest("The request body must be a JSON object.")
+    if "messages" not in raw and isinstance(raw.get("message"), dict):
+        # the AI SDK's "send only the last message" body ({id, message}): history = stored
+        raw = {k: v for k, v in raw.items() if k != "message"} | {"messages": [raw["message"]]}
     messages = raw.get("messages")
     if isinstance(messages, list) and len(messages) > max_messages:
         # Before validating them: validation would cost a second of CPU for 100,000, during

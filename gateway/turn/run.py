@@ -27,7 +27,7 @@ import asyncio
 import contextlib
 import time
 from collections import Counter
-from collections.abc import Awaitable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from chunkbridge.gateway.errors import TurnInProgress
@@ -35,6 +35,7 @@ from chunkbridge.gateway.metrics import Metrics
 from chunkbridge.gateway.stores.base import ApprovalLedger, Key, ResumeLog, ResumeStore
 from chunkbridge.gateway.turn.answers import issued_question
 from chunkbridge.gateway.turn.driver import TurnDriver, Write
+from chunkbridge.gateway.turn.transcript import TurnTranscript
 from chunkbridge.translators.core.closing import CloseReason, CloseRequest
 from chunkbridge.translators.core.sse_codec import DONE_FRAME
 
@@ -114,6 +115,7 @@ class TurnRun:
         metrics: Metrics,
         log: Any,
         started: float,
+        transcript: TurnTranscript | None = None,
     ) -> None:
         self.driver = driver
         self.key = key
@@ -131,6 +133,8 @@ class TurnRun:
         self._log = log
         self._started = started
         self._held = True
+        #: With a store: the turn's record (its bodies come from the tee).
+        self.transcript = transcript
         #: With resume on: every body written also goes here, for readers that (re)join.
         self.chunk_log: ResumeLog | None = resume.begin(key, self) if resume is not None else None
         turns.runs.add(self)
@@ -146,6 +150,9 @@ class TurnRun:
             return False
         if self.chunk_log is not None:
             self.chunk_log.append(DONE_FRAME)
+        if self.transcript is not None:  # before the session is free and the stream ends
+            self.transcript.end(self.driver.turn.close_reason)
+            await self.transcript.settled()
         if not self._must_abort:
             await self._free()
         return True
@@ -169,17 +176,32 @@ class TurnRun:
         return True
 
     def _tee(self, write: Write) -> Write:
-        """``write`` that also puts what it writes into the chunk log, if there is one."""
-        log = self.chunk_log
-        if log is None:
+        """``write`` that also puts what it writes into the chunk log and the transcript's
+        bodies, where there are (a list append each: nothing is parsed here)."""
+        sinks: list[Callable[[bytes], None]] = []
+        if self.chunk_log is not None:
+            sinks.append(self.chunk_log.append)
+        if self.transcript is not None:
+            sinks.append(self.transcript.bodies.append)
+        if not sinks:
             return write
+        if len(sinks) == 1:
+            only = sinks[0]
 
-        def both(body: bytes) -> Awaitable[None]:
-            if body[:1] != b":":  # keep-alive comments are not content
-                log.append(body)
+            def one(body: bytes) -> Awaitable[None]:
+                if body[:1] != b":":  # keep-alive comments are not content
+                    only(body)
+                return write(body)
+
+            return one
+
+        def every(body: bytes) -> Awaitable[None]:
+            if body[:1] != b":":
+                for sink in sinks:
+                    sink(body)
             return write(body)
 
-        return both
+        return every
 
     @property
     def _must_abort(self) -> bool:
@@ -234,6 +256,8 @@ class TurnRun:
             await self._resume.release_turn(session_id, self._member)
 
     def _ended(self) -> None:
+        if self.transcript is not None:  # an abort, a detached turn's end (once)
+            self.transcript.end(self.driver.turn.close_reason)
         if self.chunk_log is not None:
             self.chunk_log.finish()
         self._turns.ended(self)

@@ -203,8 +203,6 @@ class Gateway:
         message_id = chat_request.response_message_id() or f"msg_{run_id[:24]}"
         transcript = None
         if transcripts is not None:
-            if continued is None and chat_request.is_continuation:
-                continued = self._client_copy(chat_request)
             transcript = TurnTranscript(
                 transcripts,
                 self.transcript_writer,
@@ -245,10 +243,3 @@ class Gateway:
             started=started,
             transcript=transcript,
         )
-
-    @staticmethod
-    def _client_copy(chat_request: ChatRequest) -> dict[str, Any] | None:
-        """The continued message as the client sent it (the store is not the history's
-        source here, so the client's copy is what its answer builds on)."""
-        message = chat_request.continued_message()
-        return message.model_dump(mode="json", exclude_unset=True) if message else None

@@ -30,12 +30,12 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route, WebSocketRoute
 
 from chunkbridge.gateway.config import GatewayConfig
-from chunkbridge.gateway.errors import BadRequest, NotFound, UnsupportedMediaType
+from chunkbridge.gateway.errors import NotFound, UnsupportedMediaType
 from chunkbridge.gateway.http.auth import authenticate
 from chunkbridge.gateway.http.chat_socket import chat_socket
 from chunkbridge.gateway.http.intake import (
     RETRY_AFTER_DRAINING,
-    SESSION_ID,
+    authorized_session,
     check_session,
     check_size,
     parse_chat_body,
@@ -100,10 +100,7 @@ def _resumable(request: Request) -> tuple[Gateway, tuple[str, str]]:
     """The resume store's key for a resume or stop request, after the POST's own checks (session
     id, auth); the errors are GatewayErrors."""
     gateway: Gateway = request.app.state.gateway
-    session_id = request.path_params["session_id"]
-    if not SESSION_ID.fullmatch(session_id):
-        raise BadRequest("The session id is not valid.")
-    authenticate(gateway.config, request.headers.get("authorization"), session_id)
+    session_id = authorized_session(gateway.config, request)
     if gateway.stores.resume is None:
         raise NotFound("Resumable streams are off (resume = off).")
     return gateway, (session_id, request.path_params["chat_id"])

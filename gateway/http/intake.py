@@ -22,9 +22,12 @@ from typing import Any
 
 import orjson
 from pydantic import ValidationError
+from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
+from chunkbridge.gateway.config import GatewayConfig
 from chunkbridge.gateway.errors import BadRequest, GatewayError, PayloadTooLarge, ServiceUnavailable
+from chunkbridge.gateway.http.auth import authenticate
 from chunkbridge.gateway.metrics import Metrics
 from chunkbridge.protocol_specs.chat_request import ChatRequest
 
@@ -32,6 +35,7 @@ __all__ = [
     "RETRY_AFTER_DRAINING",
     "SESSION_ID",
     "LingeringRefusal",
+    "authorized_session",
     "check_session",
     "check_size",
     "parse_chat_body",
@@ -53,6 +57,17 @@ def check_session(draining: bool, session_id: str) -> None:
         raise ServiceUnavailable(RETRY_AFTER_DRAINING, detail="draining")
     if not SESSION_ID.fullmatch(session_id):
         raise BadRequest("The session id is not valid.")
+
+
+def authorized_session(config: GatewayConfig, request: Request) -> str:
+    """The session id of a request to one of a session's other routes (resume, stop, stored
+    chats), checked as the chat POST checks it: its form (400), then the caller's right to it
+    (401, 403)."""
+    session_id: str = request.path_params["session_id"]
+    if not SESSION_ID.fullmatch(session_id):
+        raise BadRequest("The session id is not valid.")
+    authenticate(config, request.headers.get("authorization"), session_id)
+    return session_id
 
 
 def check_size(size: int, limit: int) -> None:

@@ -25,8 +25,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from chunkbridge.gateway.errors import BadRequest, NotFound, StoreDown
-from chunkbridge.gateway.http.auth import authenticate
-from chunkbridge.gateway.http.intake import SESSION_ID, refusal, rejected
+from chunkbridge.gateway.http.intake import authorized_session, refusal, rejected
 from chunkbridge.gateway.service import Gateway
 from chunkbridge.gateway.stores import StoreUnavailable, TranscriptStore
 from chunkbridge.gateway.turn.history import shown
@@ -50,10 +49,7 @@ def for_target(message: dict[str, Any], made_for: int, target: int) -> dict[str,
 
 def _store(request: Request) -> tuple[Gateway, TranscriptStore, str]:
     gateway: Gateway = request.app.state.gateway
-    session_id = request.path_params["session_id"]
-    if not SESSION_ID.fullmatch(session_id):
-        raise BadRequest("The session id is not valid.")
-    authenticate(gateway.config, request.headers.get("authorization"), session_id)
+    session_id = authorized_session(gateway.config, request)
     store = gateway.stores.transcripts
     if store is None:
         raise NotFound("Chats are not stored (store = off).")

@@ -157,11 +157,12 @@ class SqlTranscriptStore:
         return int(row[0])
 
     async def chats(self, session_id: str, limit: int, cursor: str | None) -> ChatPage:
-        where, params = "c.session_id = ?", [session_id]
+        where = "c.session_id = ?"
+        params: list[Any] = [session_id]
         if cursor is not None:
             updated, _, chat_id = cursor.partition("|")
             where += " AND (c.updated_at < ? OR (c.updated_at = ? AND c.chat_id < ?))"
-            params += [float(updated), float(updated), chat_id]  # type: ignore[list-item]
+            params += [float(updated), float(updated), chat_id]
         sql = (
             "SELECT c.chat_id, c.title, c.created_at, c.updated_at,"
             " (SELECT COUNT(*) FROM cb_messages m"
@@ -169,7 +170,7 @@ class SqlTranscriptStore:
             f" FROM cb_chats c WHERE {where}"
             " ORDER BY c.updated_at DESC, c.chat_id DESC LIMIT ?"
         )
-        params.append(limit + 1)  # type: ignore[arg-type]
+        params.append(limit + 1)
         rows = await self.database.transaction(
             lambda cur: cur.execute(sql, tuple(params)).fetchall()
         )

@@ -14,6 +14,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from chunkbridge.translators.core.message_tools import is_tool
+
 __all__ = ["AWAITING_STATES", "conversation", "shown", "with_answers"]
 
 #: Tool part states that wait for the app's answer.
@@ -23,11 +25,6 @@ _OUTPUTS = frozenset({"output-available", "output-error"})
 
 class UnknownContinuation(ValueError):
     """The client continues an assistant message the chat does not hold."""
-
-
-def _is_tool(part: dict[str, Any]) -> bool:
-    kind = part.get("type", "")
-    return isinstance(kind, str) and (kind == "dynamic-tool" or kind.startswith("tool-"))
 
 
 def shown(message: dict[str, Any]) -> bool:
@@ -40,14 +37,10 @@ def with_answers(server: dict[str, Any], client: dict[str, Any]) -> dict[str, An
     """``server`` (the stored message) with the answers ``client`` gave to the calls that
     wait for one: an output or error for a call with its input, a decision for an approval
     request with the same approval id. Everything else is the server's."""
-    answers = {
-        p.get("toolCallId"): p
-        for p in client.get("parts", [])
-        if isinstance(p, dict) and _is_tool(p)
-    }
+    answers = {p.get("toolCallId"): p for p in client.get("parts", []) if is_tool(p)}
     merged = copy.deepcopy(server)
     for part in merged.get("parts", []):
-        if not _is_tool(part) or part.get("state") not in AWAITING_STATES:
+        if not is_tool(part) or part.get("state") not in AWAITING_STATES:
             continue
         answer = answers.get(part.get("toolCallId"))
         if answer is None:

@@ -185,18 +185,9 @@ class TurnRun:
             sinks.append(self.transcript.bodies.append)
         if not sinks:
             return write
-        if len(sinks) == 1:
-            only = sinks[0]
-
-            def one(body: bytes) -> Awaitable[None]:
-                if body[:1] != b":":  # keep-alive comments are not content
-                    only(body)
-                return write(body)
-
-            return one
 
         def every(body: bytes) -> Awaitable[None]:
-            if body[:1] != b":":
+            if body[:1] != b":":  # keep-alive comments are not content
                 for sink in sinks:
                     sink(body)
             return write(body)

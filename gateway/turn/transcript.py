@@ -88,6 +88,10 @@ class TurnTranscript:
         #: The bodies the client was sent (the turn's tee appends; read at the end).
         self.bodies: list[bytes] = []
         self._request = request
+        #: The message this turn continues: the stored one with its answers (``history =
+        #: stored``), else the client's own copy — what the client's answer builds on.
+        if continued is None and (client_copy := request.continued_message()) is not None:
+            continued = _dump(client_copy)
         self._continued = continued
         self._wait_for_end = wait_for_end
         self._ended: asyncio.Future[bool] | None = None

@@ -33,6 +33,8 @@ from chunkbridge.kit import (
 )
 from chunkbridge.protocol_specs.chat_request import ChatRequest
 from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL, approval_signature
+from chunkbridge.translators.core.message_replay import replay_chunks
+from chunkbridge.translators.core.sse_codec import encode_chunks
 from chunkbridge.translators.core.turn import Turn, TurnOptions
 
 __all__ = ["Gateway"]
@@ -165,6 +167,9 @@ class Gateway:
                 )
             if not chat_request.id:
                 transcripts = None  # nothing to file it under
+            wanted = resume is not None or transcripts is not None
+            if wanted and continued is None and (copy := chat_request.continued_message()):
+                continued = copy.model_dump(mode="json", exclude_unset=True)  # the client's
             turn_input = TurnInput(
                 chat_request, session_id, run_id, self.dialect_settings, self.history
             )
@@ -242,4 +247,8 @@ class Gateway:
             log=log,
             started=started,
             transcript=transcript,
+            # a fresh page resuming a continuation rebuilds the message it continues first
+            resume_prefix=b""
+            if continued is None or resume is None
+            else encode_chunks(replay_chunks(continued, config.target)),
         )

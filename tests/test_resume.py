@@ -154,3 +154,42 @@ async def test_a_client_that_resumes_three_times_in_a_row_gets_the_same_message(
             final = await get_stream(gw, "s5")
     assert all(b'"type":"start"' in body for body in bodies)
     assert text_of(decode_sse(final.content)) == EXPECTED
+
+
+async def test_a_continuation_resumed_on_a_fresh_page_shows_the_whole_message(real_clients) -> None:
+    # A question answered: the continuation streams only what follows the answer. A page that
+    # reloads mid-continuation has no message to add it to — the replay rebuilds the continued
+    # message first (the client's copy, with its answer), then follows the continuation.
+    async def script(ws: Any, up: ScriptedUpstream, session: str) -> None:
+        if up.received[session][-1].get("type") == "answer":
+            await events(*slow_turn())(ws, up, session)
+            return
+        opening = {"type": "message.part.text-delta", "turnId": "t0", "delta": "One question. "}
+        question = {"type": "question", "questionId": "q1", "question": "Tabs or spaces?"}
+        await events({"type": "message.create", "turnId": "t0"}, opening, question)(ws, up, session)
+
+    async with ScriptedUpstream() as upstream:
+        upstream.scripts["*"] = script
+        async with gateway(upstream) as gw:
+            asked = await post(gw, "s6", user_body("ask me"))
+            message = real_clients.check(asked.content, (7,))[7].message
+            assert message is not None
+            (ask,) = [p for p in message["parts"] if p["type"] == "tool-ask_user"]
+            ask.update(state="output-available", output="tabs")  # the page's addToolOutput
+            answer = user_body("ask me", messageId=message["id"])
+            answer["messages"].append(message)
+            await read_until(gw, "s6", b'"w5 "', answer)  # the page reloads mid-continuation
+            resumed = await get_stream(gw, "s6")
+            live = await post(gw, "s6", user_body("next"))  # (the session is free again)
+    assert live.status_code == 200
+    chunks = decode_sse(resumed.content)
+    assert (chunks[0]["type"], chunks[0]["messageId"]) == ("start", message["id"])
+    events_ = [e + b"\n\n" for e in resumed.content.split(b"\n\n") if e]
+    starts = [i for i, e in enumerate(events_) if e.startswith(b'data: {"type":"start"')]
+    continuation = b"".join(events_[starts[1] :])  # the turn's own stream, as the page had it
+    expected = real_clients.check(continuation, (5, 6, 7), message)
+    for major, verdict in real_clients.check(resumed.content).items():
+        assert verdict.ok, (major, verdict.fatal)
+        assert verdict.message == expected[major].message, major
+        text = "".join(p.get("text", "") for p in verdict.message["parts"] if p["type"] == "text")
+        assert text == "One question. " + EXPECTED, major

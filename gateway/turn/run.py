@@ -116,6 +116,7 @@ class TurnRun:
         log: Any,
         started: float,
         transcript: TurnTranscript | None = None,
+        resume_prefix: bytes = b"",
     ) -> None:
         self.driver = driver
         self.key = key
@@ -137,6 +138,8 @@ class TurnRun:
         self.transcript = transcript
         #: With resume on: every body written also goes here, for readers that (re)join.
         self.chunk_log: ResumeLog | None = resume.begin(key, self) if resume is not None else None
+        if self.chunk_log is not None and resume_prefix:
+            self.chunk_log.append(resume_prefix)  # for readers only: the client has it
         turns.runs.add(self)
 
     # -- delivering ----------------------------------------------------------------------------

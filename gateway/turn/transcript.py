@@ -90,8 +90,6 @@ class TurnTranscript:
         self._request = request
         #: The message this turn continues: the stored one with its answers (``history =
         #: stored``), else the client's own copy — what the client's answer builds on.
-        if continued is None and (client_copy := request.continued_message()) is not None:
-            continued = _dump(client_copy)
         self._continued = continued
         self._wait_for_end = wait_for_end
         self._ended: asyncio.Future[bool] | None = None

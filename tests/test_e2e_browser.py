@@ -46,7 +46,7 @@ def built_app() -> Path:
 
 
 @pytest.fixture(scope="module")
-def servers(built_app: Path):
+def servers(built_app: Path, tmp_path_factory: pytest.TempPathFactory):
     """The built app on a static server, and one demo gateway per build: the ai 7 build is served
     with target 7 (real tool approvals), the ai 5 build with target 5 (their question form)."""
     static_port = free_port()
@@ -76,6 +76,8 @@ def servers(built_app: Path):
             str(target),
             "--resume",
             "memory",  # the app's Stop asks the gateway to stop (a disconnect would detach)
+            "--store-path",  # the demo keeps chats (store = sqlite)
+            str(tmp_path_factory.mktemp("store") / "chats.sqlite3"),
             "--port",
             str(ports[target]),
             "--cors-origins",
@@ -146,6 +148,33 @@ def test_use_chat_app_in_headless_chromium(build: str, servers) -> None:
     assert "The demo agent failed on purpose (you asked)." in result["error"]["text"]
     assert result["error"]["status"] == "error"
 
+    stored = httpx.get(  # the gateway's copy of the stored chat, after the page's last reload
+        f"{gateway}/api/sessions/{result['storedSession']}/chat/chat-{result['storedSession']}"
+        "/messages",
+        trust_env=False,
+    ).json()
+
+    def texts(role: str) -> list[str]:
+        return [
+            "".join(p["text"] for p in m["parts"] if p["type"] == "text")
+            for m in stored
+            if m["role"] == role
+        ]
+
+    mid, live, end = result["storedMid"], result["storedLive"], result["storedEnd"]
+    # reloaded mid-answer: the conversation so far, and the running answer followed to its end
+    assert mid["status"] == "ready", mid
+    assert mid["userTexts"] == ["Explain chunkbridge", "slow answer please"]
+    assert mid["assistantTexts"] == texts("assistant")[:2], mid
+    assert len(mid["assistantTexts"][1]) > mid["beforeReload"], mid
+    # reloaded at the end: the whole conversation as it was live, a question's answer included
+    assert live["userTexts"] == [*mid["userTexts"], "ask me"] == texts("user")
+    assert end["status"] == "ready"
+    assert end["userTexts"] == live["userTexts"] and end["assistantTexts"] == live["assistantTexts"]
+    assert end["assistantTexts"] == texts("assistant"), (end, texts("assistant"))
+    assert end["answered"] == ['"green"'], end
+    assert end["assistantTexts"][2].endswith("You chose **green**: a fine choice.")
+
     def received(session: str) -> list[dict]:
         url = f"{gateway}/demo/upstream-events/{session}"
         frames: list[dict] = httpx.get(url, trust_env=False).json()["received"]
@@ -187,7 +216,12 @@ def test_use_chat_app_in_headless_chromium(build: str, servers) -> None:
     # the gateway's demo page (make demo): a question answered, an approval approved
     assert result["demoPage"] == {"messages": 4, "status": "finished (stop)"}, result["demoPage"]
 
-    for suffix in ("", "-question-asked", "-question", "-approval-requested", "-approval"):
+    reloaded = result["demoPageReloaded"]  # the demo page after a reload: the stored chat
+    assert reloaded["messages"] == 4, reloaded
+    assert "You chose **blue**: a fine choice." in reloaded["texts"][1], reloaded
+
+    shots = ("-question-asked", "-question", "-approval-requested", "-approval", "-reload-mid")
+    for suffix in ("", *shots, "-reload-end", "-demo-page-reloaded"):
         shot = ARTIFACTS / f"react-usechat-{build}{suffix}.png"
         assert shot.stat().st_size > 10_000, shot
     print(f"\nscreenshots of the finished chats ({build}): {ARTIFACTS}/react-usechat-{build}*.png")

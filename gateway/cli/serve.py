@@ -7,12 +7,17 @@
 from __future__ import annotations
 
 import argparse
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from chunkbridge.gateway.cli.flags import SubParsers, add_settings, fail, load_settings
 from chunkbridge.gateway.config import ConfigError
 
 __all__ = ["register"]
+
+#: The demo's chats: one file that outlives a restart of the demo, outside the working tree.
+DEMO_STORE = Path(tempfile.gettempdir()) / "chunkbridge-demo.sqlite3"
 
 
 def cmd_dialects(args: argparse.Namespace) -> int:
@@ -96,8 +101,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
             dialect=dialect.name,
             upstream="ws://127.0.0.1:1/sessions/{session_id}/ws",  # replaced below / at start-up
             log_format=args.log_format or "console",
-            # the demo resumes a reloaded page's answer unless told otherwise
+            # the demo resumes a reloaded page's answer and keeps its chats unless told otherwise
             resume=getattr(args, "resume", None) or "memory",
+            store=getattr(args, "store", None) or "sqlite",
+            store_path=getattr(args, "store_path", None) or DEMO_STORE,
         )
         config = loaded.config
         upstream: DemoUpstream | DemoHttpUpstream
@@ -136,6 +143,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         f"  chat endpoint  POST {base}/api/sessions/<any-id>/chat  (useChat, ai 5/6/7)", flush=True
     )
     print(f"  health         {base}/healthz   metrics {base}/metrics", flush=True)
+    if config.store == "sqlite":
+        print(f"  chats kept in  {config.store_path} (--store off: none)", flush=True)
     print(
         f"  the demo upstream ({dialect.name} over {transport}) runs on 127.0.0.1; Ctrl-C stops",
         flush=True,

@@ -118,7 +118,47 @@ try {
     assistants: await resumePage.getByTestId('message-assistant').count() };
   await resumePage.screenshot({ path: config.screenshot.replace('.png', '-resumed.png'), fullPage: true });
 
-  // 6. the human in the loop: a question answered, then an approval approved and one denied
+  // 6. a chat the gateway keeps (store = sqlite): a reload mid-answer shows the conversation and
+  // follows the answer to its end; a reload at the end shows all of it, a question's included
+  const storedSession = `e2e-stored-${config.build}-${Date.now()}`;
+  const storedPage = await open(storedSession, '&resume=1&stored=1');
+  const conversation = async (page) => ({
+    userTexts: await page.getByTestId('message-user').allTextContents(),
+    assistantTexts: await page.evaluate(() => [...document.querySelectorAll('[data-testid="message-assistant"]')]
+      .map((m) => [...m.querySelectorAll('[data-testid="text"]')].map((e) => e.textContent).join(''))),
+    status: await status(page),
+  });
+  const reloaded = async (page, settled) => {
+    await page.reload();
+    await page.getByTestId('input').waitFor({ timeout: 15000 });
+    const deadline = Date.now() + 30000;
+    while (!(await settled(page)) && Date.now() < deadline) await sleep(50);
+    return conversation(page);
+  };
+  await send(storedPage, 'Explain chunkbridge');
+  await waitReady(storedPage);
+  await send(storedPage, 'slow answer please');
+  const midDeadline = Date.now() + 15000;
+  while (((await storedPage.getByTestId('message-assistant').count()) < 2
+    || (await lastAssistantText(storedPage)).length < 20) && Date.now() < midDeadline) await sleep(30);
+  const storedBefore = (await lastAssistantText(storedPage)).length;
+  result.storedMid = await reloaded(storedPage, async (page) => (await status(page)) === 'ready'
+    && (await page.getByTestId('message-assistant').count()) === 2
+    && (await lastAssistantText(page)).length > storedBefore);
+  result.storedMid.beforeReload = storedBefore;
+  await storedPage.screenshot({ path: config.screenshot.replace('.png', '-reload-mid.png'), fullPage: true });
+  await send(storedPage, 'ask me');
+  await storedPage.getByTestId('answer-option').filter({ hasText: 'green' }).click({ timeout: 15000 });
+  await storedPage.getByText('You chose').waitFor({ timeout: 15000 });
+  await waitReady(storedPage);
+  result.storedLive = await conversation(storedPage);
+  result.storedEnd = await reloaded(storedPage, async (page) => (await status(page)) === 'ready'
+    && (await page.getByTestId('message-assistant').count()) >= 3);
+  result.storedEnd.answered = await storedPage.getByTestId('answered').allTextContents();
+  result.storedSession = storedSession;
+  await storedPage.screenshot({ path: config.screenshot.replace('.png', '-reload-end.png'), fullPage: true });
+
+  // 7. the human in the loop: a question answered, then an approval approved and one denied
   const askSession = `e2e-ask-${config.build}-${Date.now()}`;
   const askPage = await open(askSession);
   await send(askPage, 'ask me');
@@ -170,7 +210,7 @@ try {
   };
   await approvalPage.screenshot({ path: config.screenshot.replace('.png', '-approval.png'), fullPage: true });
 
-  // 7. the gateway's own demo page (make demo) answers the same way
+  // 8. the gateway's own demo page (make demo) answers the same way
   const demoPage = await browser.newPage({ viewport: { width: 1400, height: 900 } });
   demoPage.on('pageerror', (e) => (result.pageErrors ||= []).push(String(e)));
   await demoPage.goto(`${config.api}/`);
@@ -189,6 +229,12 @@ try {
   await sleep(300);
   result.demoPage = { messages: await demoPage.locator('#chat .msg').count(), status: await demoPage.textContent('#status') };
   await demoPage.screenshot({ path: config.screenshot.replace('.png', '-demo-page.png') });
+  await demoPage.reload();  // the chat comes back from the gateway's store
+  await demoPage.locator('#chat').getByText('Done: the branch is deleted.').waitFor({ timeout: 15000 });
+  await sleep(500);
+  result.demoPageReloaded = { messages: await demoPage.locator('#chat .msg').count(),
+    texts: await demoPage.locator('#chat .msg').allTextContents() };
+  await demoPage.screenshot({ path: config.screenshot.replace('.png', '-demo-page-reloaded.png') });
 } catch (error) {
   result.failure = String(error && error.stack || error);
 } finally {

@@ -4,7 +4,10 @@
 // Query parameters: ?session=<id> picks the upstream session, ?api=<gateway base URL> points at
 // a gateway on another origin (the gateway then needs --cors-origins for this page's origin),
 // ?chat=<id> names the chat and ?resume=1 turns on useChat's resume (a reloaded page picks the
-// running answer up again: the gateway's resume setting must be on).
+// running answer up again: the gateway's resume setting must be on). ?stored=1 is for a gateway
+// that keeps chats (store = sqlite or postgres): the page loads the chat from it on mount and sends
+// only its last message (the server's copy is the history), so a reload shows the whole
+// conversation; with ?resume=1 as well, an answer still running is followed to its end.
 //
 // The human in the loop: an agent's question is a client-side tool call `ask_user` (its input has
 // the question and options): answered with addToolOutput. A tool approval (ai 6/7) is a tool part
@@ -28,7 +31,21 @@ const session = params.get('session') || 'demo';
 const apiBase = params.get('api') || '';
 const chatId = params.get('chat') || `chat-${session}`;
 const resume = params.get('resume') === '1';
+const stored = params.get('stored') === '1';
 const api = `${apiBase}/api/sessions/${encodeURIComponent(session)}/chat`;
+
+// The gateway keeps the conversation: send only the newest message ({id, message}), plus what
+// names a continuation or a regenerate.
+const sendLastMessage = ({ id, messages, trigger, messageId, body }) => ({
+  body: { ...body, id, message: messages[messages.length - 1], trigger, messageId },
+});
+
+// The stored chat, as UIMessage[] for useChat({ messages }) ([] for a new chat).
+async function loadChat() {
+  const response = await fetch(`${api}/${encodeURIComponent(chatId)}/messages`);
+  if (!response.ok) throw new Error(`loading the chat failed: ${response.status} ${await response.text()}`);
+  return response.json();
+}
 
 // Every tool state each tool call went through, in order (the e2e test reads it).
 window.__toolStates = window.__toolStates || {};
@@ -104,10 +121,25 @@ function Part({ part }) {
   return null;
 }
 
+// useChat reads `messages` once, when the chat is created: render it after the load.
 export function App() {
-  const transport = useMemo(() => new DefaultChatTransport({ api }), []);
+  const [loaded, setLoaded] = useState(stored ? null : []);
+  const [loadError, setLoadError] = useState(null);
+  useEffect(() => {
+    if (stored) loadChat().then(setLoaded, (e) => setLoadError(String(e.message || e)));
+  }, []);
+  if (loadError) return <main><div className="error" data-testid="error">⚠ {loadError}</div></main>;
+  if (loaded === null) return <main><span className="badge" data-testid="loading">loading…</span></main>;
+  return <Chat initialMessages={loaded} />;
+}
+
+function Chat({ initialMessages }) {
+  const transport = useMemo(
+    () => new DefaultChatTransport(stored ? { api, prepareSendMessagesRequest: sendLastMessage } : { api }),
+    [],
+  );
   const { messages, sendMessage, status, stop, error, addToolOutput, addToolApprovalResponse } =
-    useChat({ id: chatId, transport, resume, sendAutomaticallyWhen });
+    useChat({ id: chatId, messages: initialMessages, transport, resume, sendAutomaticallyWhen });
   const answers = useMemo(
     () => ({ addToolOutput, addToolApprovalResponse }),
     [addToolOutput, addToolApprovalResponse],

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import tomllib
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
 import uvloop
 
 from tests.conformance.harness import RealClients, unavailable_reason
+from tests.postgres_server import postgres_binaries, running_postgres
+from tests.redis_server import redis_binary, running_redis
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,6 +73,29 @@ def real_clients() -> RealClients:
     """The real AI SDK 5, 6 and 7 clients (tests/conformance/check.mjs)."""
     require("real AI SDK clients", unavailable_reason())
     return RealClients()
+
+
+@pytest.fixture
+def redis_server(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """A redis-server of this test's own: (its URL, its process)."""
+    require(
+        "redis-server", None if redis_binary() else "not installed (apt-get install redis-server)"
+    )
+    with running_redis(tmp_path) as server:
+        yield server
+
+
+@pytest.fixture
+def redis_url(redis_server: tuple[str, subprocess.Popen[bytes]]) -> str:
+    return redis_server[0]
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A PostgreSQL cluster of this test's own (the machine's initdb and pg_ctl)."""
+    require("postgresql", None if postgres_binaries() else "initdb/pg_ctl not installed")
+    with running_postgres() as (url, _):
+        yield url
 
 
 def pytest_asyncio_loop_factories(config: pytest.Config, item: pytest.Item):

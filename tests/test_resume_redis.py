@@ -4,9 +4,7 @@ in a temporary directory) in front of mock-upstream; the real clients judge the 
 from __future__ import annotations
 
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -16,9 +14,7 @@ from pathlib import Path
 
 import httpx
 import orjson
-import pytest
 
-from tests.conftest import require
 from tests.gateway_harness import user_body
 from tests.helpers import decode_sse, text_of
 from tests.test_gateway_process import free_port, process
@@ -28,48 +24,6 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 WORDS = 60
 EXPECTED = "".join(f"w{i} " for i in range(WORDS))
 LEASE = 1.0
-
-
-@pytest.fixture
-def redis_server(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    binary = shutil.which("redis-server")
-    require("redis-server", None if binary else "not installed (apt-get install redis-server)")
-    assert binary is not None
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            binary,
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--dir",
-            str(tmp_path),
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}/0", proc
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-        proc.wait(10)
-
-
-@pytest.fixture
-def redis_url(redis_server: tuple[str, subprocess.Popen[bytes]]) -> str:
-    return redis_server[0]
 
 
 def slow_recording(path: Path, pause_ms: int = 40) -> Path:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +22,7 @@ from chunkbridge.gateway.stores import StoreUnavailable
 from chunkbridge.gateway.stores.base import TranscriptStore
 from chunkbridge.gateway.stores.sqlite import SqliteDatabase
 from chunkbridge.gateway.stores.transcript_sql import SqlTranscriptStore
-from tests.conftest import require
 from tests.gateway_harness import http_upstream, post, sse_response, uvicorn_server
-from tests.postgres_server import postgres_binaries, running_postgres
 
 pytestmark = pytest.mark.asyncio
 
@@ -41,13 +39,6 @@ def answer(message_id: str, text: str) -> dict[str, Any]:
         "role": "assistant",
         "parts": [{"type": "step-start"}, {"type": "text", "text": text, "state": "done"}],
     }
-
-
-@pytest.fixture
-def postgres_url() -> Iterator[str]:
-    require("postgresql", None if postgres_binaries() else "initdb/pg_ctl not installed")
-    with running_postgres() as (url, _):
-        yield url
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -153,11 +144,12 @@ def completion(content: str | None = None, finish: str | None = None, **delta: A
 
 class Provider:
     """An OpenAI-compatible model on 127.0.0.1: answers ``answer <n>`` (a tool call on the
-    turns listed in ``tool_turns``); remembers each request."""
+    turns listed in ``tool_turns``, slowly on ``slow_turns``); remembers each request."""
 
-    def __init__(self, tool_turns: tuple[int, ...] = ()) -> None:
+    def __init__(self, tool_turns: tuple[int, ...] = (), slow_turns: tuple[int, ...] = ()) -> None:
         self.requests: list[dict[str, Any]] = []
         self.tool_turns = tool_turns
+        self.slow_turns = slow_turns  # 40 words, 50 ms apart
 
     async def completions(self, request: Request) -> Response:
         self.requests.append(orjson.loads(await request.body()))
@@ -170,6 +162,9 @@ class Provider:
                 "function": {"name": "lookup", "arguments": orjson.dumps({"q": n}).decode()},
             }
             frames = [completion(tool_calls=[call]), completion(finish="tool_calls")]
+        elif n in self.slow_turns:
+            words = [completion(f"w{i} ") for i in range(40)]
+            return sse_response([*words, completion(finish="stop"), b"[DONE]"], 0.05)
         else:
             frames = [completion(f"answer {n}"), completion(finish="stop")]
         return sse_response([*frames, b"[DONE]"], 0)

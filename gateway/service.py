@@ -53,7 +53,11 @@ class Gateway:
             config, self.log, on_skipped=self.metrics.transcript_rows_skipped.inc
         )
         #: The transcript writes, behind the turns (``store`` on).
-        self.transcript_writer = TranscriptWriter(self.metrics, self.log)
+        self.transcript_writer = (
+            None
+            if self.stores.transcripts is None
+            else TranscriptWriter(self.stores.transcripts, self.metrics, self.log)
+        )
         self._retention: asyncio.Task[None] | None = None
         self.configure(config)
 
@@ -112,7 +116,8 @@ class Gateway:
         """Drain the open turns (each ends validly; up to ``drain_timeout``), write what they
         left to write, then close."""
         await self.drain(self.config.drain_timeout)
-        await self.transcript_writer.drain(self.config.drain_timeout)
+        if self.transcript_writer is not None:
+            await self.transcript_writer.drain(self.config.drain_timeout)
         if self._retention is not None:
             self._retention.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -207,9 +212,8 @@ class Gateway:
         secret = config.approval_secret
         message_id = chat_request.response_message_id() or f"msg_{run_id[:24]}"
         transcript = None
-        if transcripts is not None:
+        if transcripts is not None and self.transcript_writer is not None:
             transcript = TurnTranscript(
-                transcripts,
                 self.transcript_writer,
                 (session_id, chat_request.id),
                 config.target,

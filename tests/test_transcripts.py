@@ -18,10 +18,13 @@ from starlette.responses import Response
 
 from chunkbridge.gateway.config import GatewayConfig
 from chunkbridge.gateway.http.app import create_app
+from chunkbridge.gateway.logging import get_logger
+from chunkbridge.gateway.metrics import Metrics
 from chunkbridge.gateway.stores import StoreUnavailable
-from chunkbridge.gateway.stores.base import TranscriptStore
+from chunkbridge.gateway.stores.base import Put, TranscriptStore
 from chunkbridge.gateway.stores.sqlite import SqliteDatabase
 from chunkbridge.gateway.stores.transcript_sql import SqlTranscriptStore
+from chunkbridge.gateway.stores.writer import TranscriptWriter
 from tests.gateway_harness import http_upstream, post, sse_response, uvicorn_server
 
 pytestmark = pytest.mark.asyncio
@@ -117,6 +120,38 @@ async def test_a_row_that_does_not_load_is_skipped_and_reported(tmp_path: Path) 
     assert loaded.skipped == 3
     assert [r[1] for r in reports] == ["u2", "u3", "u4"]
     assert "format 99" in reports[1][2]
+
+
+async def test_writes_queued_together_share_one_transaction_and_a_bad_one_is_found(
+    tmp_path: Path,
+) -> None:
+    store = SqlTranscriptStore(SqliteDatabase(tmp_path / "chats.sqlite3"), print)
+    await store.start()
+    transactions = 0
+    run = store.database.transaction
+
+    async def counted(work: Any) -> Any:
+        nonlocal transactions
+        transactions += 1
+        return await run(work)
+
+    store.database.transaction = counted  # type: ignore[method-assign]
+    metrics = Metrics()
+    writer = TranscriptWriter(store, metrics, get_logger("test"))
+    first = [writer.submit(Put(KEY, user(f"u{i}", "hi"), "done", 5), "user") for i in range(300)]
+    assert all(await asyncio.gather(*first))
+    assert transactions == 1  # a group commit
+    bad = {"id": "bad", "role": "user", "parts": [{"type": "data-x", "data": {1, 2}}]}
+    second = [writer.submit(Put(KEY, user(f"v{i}", "hi"), "done", 5), "user") for i in range(3)]
+    second.insert(1, writer.submit(Put(KEY, bad, "done", 5), "user"))  # not JSON: our bug
+    assert await asyncio.gather(*second) == [True, False, True, True]
+    loaded = await store.load(KEY)
+    await writer.drain(1)
+    await store.aclose()
+    assert [m.message["id"] for m in loaded.messages][-4:] == ["u299", "v0", "v1", "v2"]
+    rendered = metrics.render().decode()
+    assert 'chunkbridge_transcript_writes_total{outcome="written"} 303.0' in rendered
+    assert 'chunkbridge_transcript_writes_total{outcome="failed"} 1.0' in rendered
 
 
 async def test_an_unreachable_database_fails_the_start_up_clearly(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ __all__ = [
     "ChatPage",
     "ChatSummary",
     "MessageStatus",
+    "Put",
     "StoredMessage",
     "Stoppable",
     "StoreUnavailable",
@@ -157,6 +158,20 @@ class ChatPage:
     next: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class Put:
+    """One message to write (see :meth:`TranscriptStore.put_many`)."""
+
+    key: Key
+    message: dict[str, Any]
+    status: MessageStatus
+    major: int
+    #: Names a chat created by this write.
+    title: str = ""
+    #: Drop the messages after it (a user message sent again: an edit or a regenerate).
+    truncate_after: bool = False
+
+
 class TranscriptStore(Protocol):
     """Where chats are kept (``store = sqlite | postgres``). Every method may raise
     :class:`StoreUnavailable`."""
@@ -179,6 +194,9 @@ class TranscriptStore(Protocol):
         """Add ``message`` at the chat's end, or update it in place when its id is stored;
         ``truncate_after`` drops the messages after it (a user message sent again: an edit or
         a regenerate). ``title`` names a chat created by this call."""
+
+    async def put_many(self, puts: Sequence[Put]) -> None:
+        """Several :meth:`put` in order, in one transaction (the writer's batches)."""
 
     async def count(self, key: Key) -> int: ...
 

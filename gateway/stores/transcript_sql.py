@@ -16,7 +16,7 @@ format newer than this version reads — is skipped and reported, never the chat
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
 import orjson
@@ -27,6 +27,7 @@ from chunkbridge.gateway.stores.base import (
     ChatSummary,
     Key,
     MessageStatus,
+    Put,
     StoredMessage,
     Transcript,
 )
@@ -190,42 +191,54 @@ class SqlTranscriptStore:
         title: str = "",
         truncate_after: bool = False,
     ) -> None:
-        body = orjson.dumps(message).decode()
-        message_id = str(message.get("id", ""))
-        role = str(message.get("role", ""))
-        json_param = "?" if self.database.json_type == "TEXT" else "CAST(? AS JSONB)"
+        await self.put_many([Put(key, message, status, major, title, truncate_after)])
 
-        def work(cur: Cursor) -> None:
+    async def put_many(self, puts: Sequence[Put]) -> None:
+        json_param = "?" if self.database.json_type == "TEXT" else "CAST(? AS JSONB)"
+        update = (
+            "UPDATE cb_messages SET role = ?, status = ?, major = ?, format = ?,"
+            f" body = {json_param}, updated_at = ? WHERE {_KEY} AND message_id = ?"
+        )
+        insert = (
+            "INSERT INTO cb_messages (session_id, chat_id, message_id, position, role, status,"
+            " major, format, body, updated_at) VALUES (?, ?, ?, (SELECT COALESCE(MAX(position),"
+            f" -1) + 1 FROM cb_messages WHERE {_KEY}), ?, ?, ?, ?, {json_param}, ?)"
+        )
+
+        def work(cur: Cursor) -> None:  # on the worker thread: the JSON too
             now = time.time()
-            row = cur.execute(
-                f"SELECT position FROM cb_messages WHERE {_KEY} AND message_id = ?",
-                (*key, message_id),
-            ).fetchone()
-            if row is not None:
-                if truncate_after:
+            titles: dict[Key, str] = {}
+            for put in puts:
+                key, message = put.key, put.message
+                body = orjson.dumps(message).decode()
+                message_id = str(message.get("id", ""))
+                role = str(message.get("role", ""))
+                row = cur.execute(
+                    f"SELECT position FROM cb_messages WHERE {_KEY} AND message_id = ?",
+                    (*key, message_id),
+                ).fetchone()
+                if row is not None:
+                    if put.truncate_after:
+                        cur.execute(
+                            f"DELETE FROM cb_messages WHERE {_KEY} AND position > ?",
+                            (*key, row[0]),
+                        )
                     cur.execute(
-                        f"DELETE FROM cb_messages WHERE {_KEY} AND position > ?", (*key, row[0])
+                        update, (role, put.status, put.major, FORMAT, body, now, *key, message_id)
                     )
+                else:
+                    where = (*key, message_id, *key)
+                    cur.execute(insert, (*where, role, put.status, put.major, FORMAT, body, now))
+                if not titles.get(key):
+                    titles[key] = put.title
+            for key, title in titles.items():  # one touch per chat
                 cur.execute(
-                    f"UPDATE cb_messages SET role = ?, status = ?, major = ?, format = ?,"
-                    f" body = {json_param}, updated_at = ? WHERE {_KEY} AND message_id = ?",
-                    (role, status, major, FORMAT, body, now, *key, message_id),
+                    "INSERT INTO cb_chats (session_id, chat_id, title, created_at, updated_at)"
+                    " VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id, chat_id) DO UPDATE SET"
+                    " updated_at = excluded.updated_at, title = CASE WHEN cb_chats.title = ''"
+                    " THEN excluded.title ELSE cb_chats.title END",
+                    (*key, title, now, now),
                 )
-            else:
-                cur.execute(
-                    "INSERT INTO cb_messages (session_id, chat_id, message_id, position, role,"
-                    " status, major, format, body, updated_at) VALUES (?, ?, ?,"
-                    " (SELECT COALESCE(MAX(position), -1) + 1 FROM cb_messages"
-                    f"  WHERE {_KEY}), ?, ?, ?, ?, {json_param}, ?)",
-                    (*key, message_id, *key, role, status, major, FORMAT, body, now),
-                )
-            cur.execute(
-                "INSERT INTO cb_chats (session_id, chat_id, title, created_at, updated_at)"
-                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id, chat_id) DO UPDATE SET"
-                " updated_at = excluded.updated_at, title = CASE WHEN cb_chats.title = ''"
-                " THEN excluded.title ELSE cb_chats.title END",
-                (*key, title, now, now),
-            )
 
         await self.database.transaction(work)
 

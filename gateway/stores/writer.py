@@ -1,49 +1,60 @@
-"""Transcript writes behind the turn: queued, run in order by one task, retried, reported.
+"""Transcript writes behind the turn: queued, run in order by one task, batched, retried,
+reported.
 
 A turn never waits for the database between an upstream frame and its bytes: it hands a write
-to :meth:`TranscriptWriter.submit` (no await) and goes on. Writes run one after the other in the
-order submitted — a turn's user message lands before its answer — and a failed one (the
-database down) is retried with backoff, then given up and reported: a ``transcript.write_failed``
-log line and the ``chunkbridge_transcript_writes{outcome="failed"}`` metric; the client's
-stream is never touched. What must be written before the client may send its next message (the
-answer, with ``history = stored``) is awaited where the turn ends, bounded by a timeout
-(:meth:`TranscriptWriter.settled`).
+to :meth:`TranscriptWriter.submit` (no await) and goes on. Writes run in the order submitted —
+a turn's user message lands before its answer —, everything queued meanwhile in one
+transaction (a group commit: a thousand turns starting at once cost a few transactions, not
+two thousand). A batch that fails because the database is down is retried with backoff, then
+given up and reported: a ``transcript.write_failed`` log line and the
+``chunkbridge_transcript_writes{outcome="failed"}`` metric (both counted per write); the
+client's stream is never touched. What must be written before the client may send its next
+message (the answer, with ``history = stored``) is awaited where the turn ends, bounded by a
+timeout (:meth:`TranscriptWriter.settled`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from chunkbridge.gateway.metrics import Metrics
-from chunkbridge.gateway.stores.base import StoreUnavailable
+from chunkbridge.gateway.stores.base import Put, StoreUnavailable, TranscriptStore
 
-__all__ = ["RETRY_DELAYS", "TranscriptWriter", "Write"]
+__all__ = ["MAX_BATCH", "RETRY_DELAYS", "TranscriptWriter"]
 
 #: Seconds before each retry of a failed write (then it is given up).
 RETRY_DELAYS = (0.05, 0.5, 2.0)
+#: Most writes in one transaction.
+MAX_BATCH = 500
 
-Write = Callable[[], Awaitable[None]]
+_Queued = tuple[Put, str, "asyncio.Future[bool]"]
 
 
 class TranscriptWriter:
     """The queue of one gateway's transcript writes (see the module)."""
 
-    def __init__(self, metrics: Metrics, log: Any, delays: tuple[float, ...] = RETRY_DELAYS):
+    def __init__(
+        self,
+        store: TranscriptStore,
+        metrics: Metrics,
+        log: Any,
+        delays: tuple[float, ...] = RETRY_DELAYS,
+    ) -> None:
+        self._store = store
         self._metrics = metrics
         self._log = log
         self._delays = delays
-        self._queue: asyncio.Queue[tuple[Write, str, asyncio.Future[bool]]] = asyncio.Queue()
+        self._queue: asyncio.Queue[_Queued] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
 
-    def submit(self, write: Write, what: str) -> asyncio.Future[bool]:
-        """Queue ``write``; the future says whether it was written (never raises)."""
+    def submit(self, put: Put, what: str) -> asyncio.Future[bool]:
+        """Queue ``put``; the future says whether it was written (never raises)."""
         done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name="chunkbridge-transcript-writer")
-        self._queue.put_nowait((write, what, done))
+        self._queue.put_nowait((put, what, done))
         return done
 
     async def settled(self, written: asyncio.Future[bool], seconds: float) -> bool:
@@ -56,34 +67,50 @@ class TranscriptWriter:
             return False
 
     async def _run(self) -> None:
+        queue = self._queue
         while True:
-            write, what, done = await self._queue.get()
-            ok = await self._attempt(write, what)
-            if not done.done():
-                done.set_result(ok)
-            self._queue.task_done()
+            batch = [await queue.get()]
+            while len(batch) < MAX_BATCH and not queue.empty():
+                batch.append(queue.get_nowait())
+            ok = await self._attempt(batch)
+            if ok is None:  # not the database: our own bug; find the write, save the rest
+                results = [await self._attempt([one]) is True for one in batch]
+            else:
+                results = [ok] * len(batch)
+            for (_, _, done), written in zip(batch, results, strict=True):
+                if not done.done():
+                    done.set_result(written)
+                queue.task_done()
 
-    async def _attempt(self, write: Write, what: str) -> bool:
+    async def _attempt(self, batch: list[_Queued]) -> bool | None:
+        """Write ``batch`` in one transaction, retrying while the database is down; ``None``
+        when a batch of several fails otherwise (each is then tried alone)."""
+        what = ", ".join(sorted({w for _, w, _ in batch}))
+        count = len(batch)
         for attempt, delay in enumerate((*self._delays, None)):
             try:
-                await write()
+                await self._store.put_many([put for put, _, _ in batch])
             except StoreUnavailable as exc:
                 if delay is None:
-                    self._metrics.transcript_writes.labels("failed").inc()
-                    self._log.error("transcript.write_failed", what=what, error=str(exc))
+                    self._metrics.transcript_writes.labels("failed").inc(count)
+                    self._log.error(
+                        "transcript.write_failed", what=what, writes=count, error=str(exc)
+                    )
                     return False
-                self._metrics.transcript_writes.labels("retried").inc()
+                self._metrics.transcript_writes.labels("retried").inc(count)
                 self._log.warning(
                     "transcript.write_retry", what=what, attempt=attempt + 1, error=str(exc)
                 )
                 await asyncio.sleep(delay)
-            except Exception as exc:  # a bug of ours: reported once, not retried
+            except Exception as exc:
+                if count > 1:
+                    return None
                 self._metrics.transcript_writes.labels("failed").inc()
                 self._metrics.internal_errors.inc()
                 self._log.error("transcript.write_failed", what=what, exc_info=exc)
                 return False
             else:
-                self._metrics.transcript_writes.labels("written").inc()
+                self._metrics.transcript_writes.labels("written").inc(count)
                 return True
         return False  # pragma: no cover - the loop returns
 

@@ -14,15 +14,20 @@ TranscriptWriter`: the stream never waits for the database.
 from __future__ import annotations
 
 import asyncio
-from functools import partial
 from typing import Any
 
 import orjson
 
 from chunkbridge.gateway.errors import BadRequest, ChatFull, StoreDown
-from chunkbridge.gateway.stores.base import Key, MessageStatus, StoreUnavailable, TranscriptStore
+from chunkbridge.gateway.stores.base import (
+    Key,
+    MessageStatus,
+    Put,
+    StoreUnavailable,
+    TranscriptStore,
+)
 from chunkbridge.gateway.stores.transcript_sql import title_of
-from chunkbridge.gateway.stores.writer import TranscriptWriter, Write
+from chunkbridge.gateway.stores.writer import TranscriptWriter
 from chunkbridge.gateway.turn.history import UnknownContinuation, conversation
 from chunkbridge.protocol_specs.chat_request import ChatRequest, UIMessage
 from chunkbridge.translators.core.closing import CloseReason
@@ -71,7 +76,6 @@ class TurnTranscript:
 
     def __init__(
         self,
-        store: TranscriptStore,
         writer: TranscriptWriter,
         key: Key,
         major: int,
@@ -80,7 +84,6 @@ class TurnTranscript:
         continued: dict[str, Any] | None,
         wait_for_end: bool,
     ) -> None:
-        self.store = store
         self.writer = writer
         self.key = key
         self.major = major
@@ -97,24 +100,17 @@ class TurnTranscript:
     def begin(self) -> None:
         """Queue the turn's first writes: the user message, or the continued message with its
         answers; and the answer's row, ``streaming``."""
-        store, key, major = self.store, self.key, self.major
+        key, major = self.key, self.major
         if self._continued is not None:
-            message = self._continued
-            self._submit(partial(store.put, key, message, "streaming", major), "continued")
+            self.writer.submit(Put(key, self._continued, "streaming", major), "continued")
             return
         last = self._request.messages[-1] if self._request.messages else None
         if last is not None and last.role == "user":
             user = _dump(last)
-            title = title_of(user)
-            self._submit(
-                partial(store.put, key, user, "done", major, title=title, truncate_after=True),
-                "user",
-            )
+            put = Put(key, user, "done", major, title=title_of(user), truncate_after=True)
+            self.writer.submit(put, "user")
         placeholder = {"id": self.message_id, "role": "assistant", "parts": []}
-        self._submit(partial(store.put, key, placeholder, "streaming", major), "answer")
-
-    def _submit(self, write: Write, what: str) -> asyncio.Future[bool]:
-        return self.writer.submit(write, what)
+        self.writer.submit(Put(key, placeholder, "streaming", major), "answer")
 
     def end(self, close_reason: CloseReason | None) -> None:
         """The turn is over: queue the answer as the client has it."""
@@ -135,10 +131,9 @@ class TurnTranscript:
             status = "done"
         else:
             status = "aborted"
-        payload = orjson.loads(orjson.dumps(message))  # the assembler's object is not ours
-        self._ended = self._submit(
-            partial(self.store.put, self.key, payload, status, self.major), f"answer ({status})"
-        )
+        # (the assembler's own object: nothing feeds it any more)
+        put = Put(self.key, message, status, self.major)
+        self._ended = self.writer.submit(put, f"answer ({status})")
 
     async def settled(self) -> None:
         """With ``history = stored``: wait (bounded) until the answer is written, so the next

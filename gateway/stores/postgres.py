@@ -6,6 +6,7 @@ the other (an advisory lock)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -80,14 +81,16 @@ class PostgresDatabase:
             raise StoreUnavailable(f"cannot reach the PostgreSQL store: {exc}") from exc
         self._pool = pool
 
-    async def transaction(self, work: Callable[[Cursor], T]) -> T:
+    async def transaction(self, work: Callable[[Cursor], T], pipelined: bool = False) -> T:
         pool = self._pool
         if pool is None:
             raise StoreUnavailable("the PostgreSQL store is not open")
 
         def run() -> T:
-            with pool.connection() as connection, connection.cursor() as cursor:
-                return work(_QmarkCursor(cursor))  # the block commits, or rolls back
+            with pool.connection() as connection:  # the block commits, or rolls back
+                pipeline = connection.pipeline() if pipelined else contextlib.nullcontext()
+                with pipeline, connection.cursor() as cursor:
+                    return work(_QmarkCursor(cursor))
 
         try:
             return await self._run(run)

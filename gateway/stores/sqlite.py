@@ -44,7 +44,7 @@ class SqliteDatabase:
         except (OSError, sqlite3.Error) as exc:
             raise StoreUnavailable(f"cannot open the SQLite store {self.path}: {exc}") from exc
 
-    async def transaction(self, work: Callable[[Cursor], T]) -> T:
+    async def transaction(self, work: Callable[[Cursor], T], pipelined: bool = False) -> T:
         connection = self._connection
         if connection is None:
             raise StoreUnavailable("the SQLite store is not open")

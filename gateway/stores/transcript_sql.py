@@ -84,7 +84,9 @@ class Database(Protocol):
     async def open(self) -> None:
         """Connect; :class:`StoreUnavailable` with the reason when that fails."""
 
-    async def transaction(self, work: Callable[[Cursor], T]) -> T: ...
+    async def transaction(self, work: Callable[[Cursor], T], pipelined: bool = False) -> T:
+        """``work``'s result; ``pipelined``: it reads nothing back, so a backend with a
+        network between may send its statements without waiting for each one."""
 
     async def close(self) -> None: ...
 
@@ -194,15 +196,20 @@ class SqlTranscriptStore:
         await self.put_many([Put(key, message, status, major, title, truncate_after)])
 
     async def put_many(self, puts: Sequence[Put]) -> None:
+        # One statement per write (two for an edit), nothing read back: PostgreSQL gets them
+        # pipelined, in one round trip.
         json_param = "?" if self.database.json_type == "TEXT" else "CAST(? AS JSONB)"
-        update = (
-            "UPDATE cb_messages SET role = ?, status = ?, major = ?, format = ?,"
-            f" body = {json_param}, updated_at = ? WHERE {_KEY} AND message_id = ?"
-        )
-        insert = (
+        upsert = (
             "INSERT INTO cb_messages (session_id, chat_id, message_id, position, role, status,"
             " major, format, body, updated_at) VALUES (?, ?, ?, (SELECT COALESCE(MAX(position),"
             f" -1) + 1 FROM cb_messages WHERE {_KEY}), ?, ?, ?, ?, {json_param}, ?)"
+            " ON CONFLICT (session_id, chat_id, message_id) DO UPDATE SET role = excluded.role,"
+            " status = excluded.status, major = excluded.major, format = excluded.format,"
+            " body = excluded.body, updated_at = excluded.updated_at"
+        )
+        truncate = (
+            f"DELETE FROM cb_messages WHERE {_KEY} AND position > (SELECT position"
+            f" FROM cb_messages WHERE {_KEY} AND message_id = ?)"
         )
 
         def work(cur: Cursor) -> None:  # on the worker thread: the JSON too
@@ -210,25 +217,12 @@ class SqlTranscriptStore:
             titles: dict[Key, str] = {}
             for put in puts:
                 key, message = put.key, put.message
-                body = orjson.dumps(message).decode()
                 message_id = str(message.get("id", ""))
-                role = str(message.get("role", ""))
-                row = cur.execute(
-                    f"SELECT position FROM cb_messages WHERE {_KEY} AND message_id = ?",
-                    (*key, message_id),
-                ).fetchone()
-                if row is not None:
-                    if put.truncate_after:
-                        cur.execute(
-                            f"DELETE FROM cb_messages WHERE {_KEY} AND position > ?",
-                            (*key, row[0]),
-                        )
-                    cur.execute(
-                        update, (role, put.status, put.major, FORMAT, body, now, *key, message_id)
-                    )
-                else:
-                    where = (*key, message_id, *key)
-                    cur.execute(insert, (*where, role, put.status, put.major, FORMAT, body, now))
+                if put.truncate_after:  # a message sent again: what followed it goes
+                    cur.execute(truncate, (*key, *key, message_id))
+                body = orjson.dumps(message).decode()
+                row = (str(message.get("role", "")), put.status, put.major, FORMAT, body, now)
+                cur.execute(upsert, (*key, message_id, *key, *row))
                 if not titles.get(key):
                     titles[key] = put.title
             for key, title in titles.items():  # one touch per chat
@@ -240,7 +234,7 @@ class SqlTranscriptStore:
                     (*key, title, now, now),
                 )
 
-        await self.database.transaction(work)
+        await self.database.transaction(work, pipelined=True)
 
     async def delete(self, key: Key) -> bool:
         def work(cur: Cursor) -> bool:

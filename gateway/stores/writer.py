@@ -3,14 +3,16 @@ reported.
 
 A turn never waits for the database between an upstream frame and its bytes: it hands a write
 to :meth:`TranscriptWriter.submit` (no await) and goes on. Writes run in the order submitted —
-a turn's user message lands before its answer —, everything queued meanwhile in one
-transaction (a group commit: a thousand turns starting at once cost a few transactions, not
-two thousand). A batch that fails because the database is down is retried with backoff, then
-given up and reported: a ``transcript.write_failed`` log line and the
+a turn's user message lands before its answer —, and a write waits up to :data:`LINGER` for
+others to share its transaction (a group commit: each transaction costs two thread hand-offs
+besides the database's own work, and a busy gateway starts hundreds of turns a second).
+
+A batch that fails because the database is down is retried with backoff, then given up and
+reported: a ``transcript.write_failed`` log line and the
 ``chunkbridge_transcript_writes{outcome="failed"}`` metric (both counted per write); the
 client's stream is never touched. What must be written before the client may send its next
 message (the answer, with ``history = stored``) is awaited where the turn ends, bounded by a
-timeout (:meth:`TranscriptWriter.settled`).
+timeout (:meth:`TranscriptWriter.settled`), and that wait ends the linger at once.
 """
 
 from __future__ import annotations
@@ -22,12 +24,14 @@ from typing import Any
 from chunkbridge.gateway.metrics import Metrics
 from chunkbridge.gateway.stores.base import Put, StoreUnavailable, TranscriptStore
 
-__all__ = ["MAX_BATCH", "RETRY_DELAYS", "TranscriptWriter"]
+__all__ = ["LINGER", "MAX_BATCH", "RETRY_DELAYS", "TranscriptWriter"]
 
 #: Seconds before each retry of a failed write (then it is given up).
 RETRY_DELAYS = (0.05, 0.5, 2.0)
 #: Most writes in one transaction.
 MAX_BATCH = 500
+#: Seconds a write waits for others to join its transaction (unless someone awaits it).
+LINGER = 0.025
 
 _Queued = tuple[Put, str, "asyncio.Future[bool]"]
 
@@ -41,8 +45,12 @@ class TranscriptWriter:
         metrics: Metrics,
         log: Any,
         delays: tuple[float, ...] = RETRY_DELAYS,
+        linger: float = LINGER,
     ) -> None:
         self._store = store
+        self._linger = linger
+        #: Set while someone waits for a write: the batch goes now.
+        self._hurry = asyncio.Event()
         self._metrics = metrics
         self._log = log
         self._delays = delays
@@ -59,6 +67,7 @@ class TranscriptWriter:
 
     async def settled(self, written: asyncio.Future[bool], seconds: float) -> bool:
         """Wait (up to ``seconds``) for a submitted write; ``False`` if it failed or is late."""
+        self._hurry.set()
         try:
             async with asyncio.timeout(seconds):
                 return await asyncio.shield(written)
@@ -70,6 +79,11 @@ class TranscriptWriter:
         queue = self._queue
         while True:
             batch = [await queue.get()]
+            if not self._hurry.is_set():
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(self._linger):
+                        await self._hurry.wait()
+            self._hurry.clear()
             while len(batch) < MAX_BATCH and not queue.empty():
                 batch.append(queue.get_nowait())
             ok = await self._attempt(batch)
@@ -118,6 +132,7 @@ class TranscriptWriter:
         """Finish the queued writes (up to ``grace`` seconds), then stop."""
         if self._task is None:
             return
+        self._hurry.set()
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(grace):
                 await self._queue.join()

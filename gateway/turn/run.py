@@ -27,7 +27,7 @@ import asyncio
 import contextlib
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Coroutine
 from typing import Any
 
 from chunkbridge.gateway.errors import TurnInProgress
@@ -181,21 +181,26 @@ class TurnRun:
     def _tee(self, write: Write) -> Write:
         """``write`` that also puts what it writes into the chunk log and the transcript's
         bodies, where there are (a list append each: nothing is parsed here)."""
-        sinks: list[Callable[[bytes], None]] = []
-        if self.chunk_log is not None:
-            sinks.append(self.chunk_log.append)
-        if self.transcript is not None:
-            sinks.append(self.transcript.bodies.append)
-        if not sinks:
-            return write
+        log = self.chunk_log.append if self.chunk_log is not None else None
+        keep = self.transcript.bodies.append if self.transcript is not None else None
+        if log is None:
+            if keep is None:
+                return write
 
-        def every(body: bytes) -> Awaitable[None]:
+            def kept(body: bytes) -> Awaitable[None]:
+                keep(body)  # (keep-alive comments too: the assembler skips them)
+                return write(body)
+
+            return kept
+
+        def logged(body: bytes) -> Awaitable[None]:
             if body[:1] != b":":  # keep-alive comments are not content
-                for sink in sinks:
-                    sink(body)
+                log(body)
+                if keep is not None:
+                    keep(body)
             return write(body)
 
-        return every
+        return logged
 
     @property
     def _must_abort(self) -> bool:

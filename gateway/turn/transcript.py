@@ -3,8 +3,8 @@
 :func:`stored_request` (``history = stored``) replaces the request's messages by the server's
 copy of the chat (:mod:`chunkbridge.gateway.turn.history`) before the turn opens upstream.
 :class:`TurnTranscript` records the turn: when it starts, the user message (or, for a
-continuation, the stored message with the answers applied) and a ``streaming`` row for the
-answer; when it ends, the answer as the client has it — assembled from exactly the bodies the
+continuation, the stored message with the answers applied, ``streaming`` until the turn
+ends); when it ends, the answer as the client has it — assembled from exactly the bodies the
 client was sent (:class:`~chunkbridge.translators.core.message_assembly.MessageAssembler`, fed
 by the turn's tee: a list append per write, nothing parsed until the end) — with its status.
 Every write goes through the gateway's :class:`~chunkbridge.gateway.stores.writer.
@@ -99,7 +99,8 @@ class TurnTranscript:
 
     def begin(self) -> None:
         """Queue the turn's first writes: the user message, or the continued message with its
-        answers; and the answer's row, ``streaming``."""
+        answers (``streaming``: the turn adds to it). The answer waits for the turn's end: a
+        chat loaded meanwhile shows the question, and ``resume`` the answer."""
         key, major = self.key, self.major
         if self._continued is not None:
             self.writer.submit(Put(key, self._continued, "streaming", major), "continued")
@@ -109,8 +110,6 @@ class TurnTranscript:
             user = _dump(last)
             put = Put(key, user, "done", major, title=title_of(user), truncate_after=True)
             self.writer.submit(put, "user")
-        placeholder = {"id": self.message_id, "role": "assistant", "parts": []}
-        self.writer.submit(Put(key, placeholder, "streaming", major), "answer")
 
     def end(self, close_reason: CloseReason | None) -> None:
         """The turn is over: queue the answer as the client has it."""

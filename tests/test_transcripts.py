@@ -317,6 +317,28 @@ def _continued(messages: list[dict[str, Any]]) -> dict[str, Any] | None:
     return last if last["role"] == "assistant" else None
 
 
+async def test_a_regenerate_or_an_edit_replaces_what_followed_the_message(tmp_path: Path) -> None:
+    provider = Provider()
+    async with http_upstream("/v1/chat/completions", provider.completions) as upstream:
+        settings = gateway_settings(upstream, tmp_path, history="stored")
+        async with uvicorn_server(create_app(GatewayConfig(**settings))) as gw:
+            for body in (
+                {"id": "c", "message": user("u1", "one")},
+                {"id": "c", "message": user("u2", "two")},
+                {"id": "c", "message": user("u2", "two"), "trigger": "regenerate-message"},
+                {"id": "c", "message": user("u1", "one, again")},  # sent again: an edit
+            ):
+                assert (await post(gw, "s1", body)).status_code == 200
+                stored = (await get(gw, "/chat/c/messages")).json()
+                texts = ["".join(p.get("text", "") for p in m["parts"]) for m in stored]
+                provider.requests[-1]["stored"] = texts
+    sent = [[m["content"] for m in r["messages"]] for r in provider.requests]
+    assert sent[2] == ["one", "answer 1", "two"]  # the regenerated answer is not sent…
+    assert provider.requests[2]["stored"] == ["one", "answer 1", "two", "answer 3"]  # …nor kept
+    assert sent[3] == ["one, again"]
+    assert provider.requests[3]["stored"] == ["one, again", "answer 4"]
+
+
 async def test_stored_history_refuses_what_it_cannot_serve(tmp_path: Path) -> None:
     provider = Provider()
     settings = gateway_settings("http://127.0.0.1:1", tmp_path, history="stored")

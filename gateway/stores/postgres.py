@@ -36,6 +36,10 @@ class _QmarkCursor:
         self._cursor.execute(sql.replace("?", "%s"), params)
         return self._cursor
 
+    def executemany(self, sql: str, params: list[tuple[Any, ...]]) -> Any:
+        self._cursor.executemany(sql.replace("?", "%s"), params)
+        return self._cursor
+
     def fetchone(self) -> Any:
         return self._cursor.fetchone()
 

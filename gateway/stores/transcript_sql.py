@@ -66,6 +66,8 @@ class Cursor(Protocol):
 
     def execute(self, sql: str, params: tuple[Any, ...] = ()) -> Any: ...
 
+    def executemany(self, sql: str, params: list[tuple[Any, ...]]) -> Any: ...
+
     def fetchone(self) -> Any: ...
 
     def fetchall(self) -> list[Any]: ...
@@ -196,8 +198,8 @@ class SqlTranscriptStore:
         await self.put_many([Put(key, message, status, major, title, truncate_after)])
 
     async def put_many(self, puts: Sequence[Put]) -> None:
-        # One statement per write (two for an edit), nothing read back: PostgreSQL gets them
-        # pipelined, in one round trip.
+        # The upserts go together (executemany) up to an edit, whose delete goes alone; nothing
+        # is read back, so PostgreSQL gets them pipelined.
         json_param = "?" if self.database.json_type == "TEXT" else "CAST(? AS JSONB)"
         upsert = (
             "INSERT INTO cb_messages (session_id, chat_id, message_id, position, role, status,"
@@ -215,24 +217,31 @@ class SqlTranscriptStore:
         def work(cur: Cursor) -> None:  # on the worker thread: the JSON too
             now = time.time()
             titles: dict[Key, str] = {}
+            rows: list[tuple[Any, ...]] = []  # upserts not yet sent, in order
             for put in puts:
                 key, message = put.key, put.message
                 message_id = str(message.get("id", ""))
                 if put.truncate_after:  # a message sent again: what followed it goes
+                    if rows:
+                        cur.executemany(upsert, rows)
+                        rows = []
                     cur.execute(truncate, (*key, *key, message_id))
                 body = orjson.dumps(message).decode()
-                row = (str(message.get("role", "")), put.status, put.major, FORMAT, body, now)
-                cur.execute(upsert, (*key, message_id, *key, *row))
+                role = str(message.get("role", ""))
+                rows.append(
+                    (*key, message_id, *key, role, put.status, put.major, FORMAT, body, now)
+                )
                 if not titles.get(key):
                     titles[key] = put.title
-            for key, title in titles.items():  # one touch per chat
-                cur.execute(
-                    "INSERT INTO cb_chats (session_id, chat_id, title, created_at, updated_at)"
-                    " VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id, chat_id) DO UPDATE SET"
-                    " updated_at = excluded.updated_at, title = CASE WHEN cb_chats.title = ''"
-                    " THEN excluded.title ELSE cb_chats.title END",
-                    (*key, title, now, now),
-                )
+            if rows:
+                cur.executemany(upsert, rows)
+            cur.executemany(  # one touch per chat
+                "INSERT INTO cb_chats (session_id, chat_id, title, created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id, chat_id) DO UPDATE SET"
+                " updated_at = excluded.updated_at, title = CASE WHEN cb_chats.title = ''"
+                " THEN excluded.title ELSE cb_chats.title END",
+                [(*key, title, now, now) for key, title in titles.items()],
+            )
 
         await self.database.transaction(work, pipelined=True)
 

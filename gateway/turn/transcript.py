@@ -67,8 +67,12 @@ async def stored_request(
     if len(messages) > limit:
         raise ChatFull(detail=f"the chat holds {len(messages) - 1} messages, max {limit}")
     continued = messages[-1] if last.get("role") == "assistant" else None
-    validated = [UIMessage.model_validate(m) for m in messages]
-    return request.model_copy(update={"messages": validated}), continued
+    update: dict[str, Any] = {"messages": [UIMessage.model_validate(m) for m in messages]}
+    if continued is None and any(
+        m.message.get("id") == last.get("id") for m in transcript.messages
+    ):
+        update["messageId"] = last.get("id")  # a stored message sent again: the AI SDK's edit
+    return request.model_copy(update=update), continued
 
 
 class TurnTranscript:
@@ -108,7 +112,9 @@ class TurnTranscript:
         last = self._request.messages[-1] if self._request.messages else None
         if last is not None and last.role == "user":
             user = _dump(last)
-            put = Put(key, user, "done", major, title=title_of(user), truncate_after=True)
+            request = self._request  # sent again (regenerate, edit): what followed it goes
+            again = request.trigger == "regenerate-message" or request.messageId == user["id"]
+            put = Put(key, user, "done", major, title=title_of(user), truncate_after=again)
             self.writer.submit(put, "user")
 
     def end(self, close_reason: CloseReason | None) -> None:

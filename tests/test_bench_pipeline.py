@@ -27,3 +27,17 @@ def test_pipeline_benchmark_runs_every_variant_on_a_small_n() -> None:
     assert {"guard_encode", "agent-ops-v2_text", "agent-ops-v2_mixed"} <= variants
     assert {f"{d}_text" for d in ("open-harness", "openai-chat")} <= variants
     assert all(row["n"] == 2000 and row["ns_per_event_best"] > 0 for row in rows)
+
+
+def test_transcript_load_benchmark_runs_on_a_small_chat() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "transcript_load.py"), "sqlite"]
+        + ["--messages", "20", "--requests", "3", "--warmup", "1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("store = sqlite: 20 messages"), result.stdout
+    assert " p50 " in result.stdout and " p99 " in result.stdout

@@ -109,7 +109,7 @@ class GatewayConfig(BaseModel):
     store_url: str = Field(POSTGRES_URL, repr=False, description="store = postgres: a URL")
     store_ttl: float = Field(2_592_000.0, gt=0, description="seconds an unwritten chat is kept")
     store_max_messages: int = Field(
-        1000, gt=0, description="most messages one stored chat may hold (a turn beyond: 409)"
+        1000, gt=0, description="history = stored: most messages a chat may hold (then 409)"
     )
 
     auth: AuthMode = Field(AuthMode.NONE, description="client authentication")

@@ -79,7 +79,7 @@ async def _messages(request: Request, log: Any) -> Response:
         for_target(m.message, m.major, target) for m in transcript.messages if shown(m.message)
     ]
     log.info(
-        "transcript.load", chat_id=chat_id[:128], messages=len(messages), skipped=transcript.skipped
+        "transcript.load", chat_id=chat_id[:128], loaded=len(messages), skipped=transcript.skipped
     )
     return Response(orjson.dumps(messages), media_type=_JSON)
 

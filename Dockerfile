@@ -16,7 +16,7 @@ COPY src ./src
 COPY protocol_specs ./protocol_specs
 COPY translators ./translators
 COPY gateway ./gateway
-RUN pip install '.[postgres]' && useradd --system --uid 10001 --no-create-home chunkbridge
+RUN pip install '.[postgres,mcp]' && useradd --system --uid 10001 --no-create-home chunkbridge
 
 USER chunkbridge
 EXPOSE 8000

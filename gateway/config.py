@@ -35,6 +35,8 @@ from pydantic import (
     model_validator,
 )
 
+from chunkbridge.gateway.tool_settings import ToolServerSettings
+
 __all__ = [
     "AuthMode",
     "ConfigError",
@@ -101,15 +103,16 @@ class GatewayConfig(BaseModel):
         "default: the dialect's (full for ag-ui, latest for the others)",
     )
     store: Literal["off", "sqlite", "postgres"] = Field(
-        "off",
-        description="keep each chat's messages (GET …/chat/<chat id>/messages, GET …/chats): off, "
-        "sqlite (one file, store_path) or postgres (several instances, store_url)",
+        "off", description="keep the chats: off, sqlite (a file: store_path), postgres (store_url)"
     )
     store_path: Path = Field(Path("chunkbridge.sqlite3"), description="store = sqlite: the file")
     store_url: str = Field(POSTGRES_URL, repr=False, description="store = postgres: a URL")
     store_ttl: float = Field(2_592_000.0, gt=0, description="seconds an unwritten chat is kept")
     store_max_messages: int = Field(
         1000, gt=0, description="history = stored: most messages a chat may hold (then 409)"
+    )
+    tools: dict[str, ToolServerSettings] = Field(
+        default_factory=dict, description="MCP servers whose tools the gateway runs ([tools.NAME])"
     )
 
     auth: AuthMode = Field(AuthMode.NONE, description="client authentication")
@@ -194,9 +197,7 @@ class GatewayConfig(BaseModel):
         description="resume = redis: seconds after which a turn whose instance stopped "
         "renewing it (it died) ends for its readers, and its session is free again",
     )
-    resume_ttl: float = Field(
-        300.0, gt=0, description="seconds a finished response stays replayable"
-    )
+    resume_ttl: float = Field(300.0, gt=0, description="seconds a finished answer is replayable")
     max_turns_per_session: int = Field(
         1, ge=1, description="concurrent turns per session id (409 beyond)"
     )

@@ -19,6 +19,7 @@ from chunkbridge.gateway.metrics import Metrics
 from chunkbridge.gateway.registry import UnknownDialect, get_dialect, registry
 from chunkbridge.gateway.stores import StoreUnavailable, open_stores
 from chunkbridge.gateway.stores.writer import TranscriptWriter
+from chunkbridge.gateway.tools import ToolSources
 from chunkbridge.gateway.transports.connectors import Connector, connector_for
 from chunkbridge.gateway.turn.answers import QuestionAnswer, claim_answers, issue_approval
 from chunkbridge.gateway.turn.driver import DriverSettings, TurnDriver
@@ -59,6 +60,8 @@ class Gateway:
             else TranscriptWriter(self.stores.transcripts, self.metrics, self.log)
         )
         self._retention: asyncio.Task[None] | None = None
+        #: The MCP servers whose tools the gateway runs (``[tools.<server>]``).
+        self.tools = ToolSources(config.tools) if config.tools else None
         self.configure(config)
 
     def configure(self, config: GatewayConfig) -> None:
@@ -111,6 +114,11 @@ class Gateway:
         await self.stores.start()
         if self.stores.transcripts is not None:
             self._retention = asyncio.create_task(self._forget_old_chats())
+        if self.tools is not None:  # a server out of reach fails the start-up, with its name
+            await self.tools.start()
+            self.log.info(
+                "tools.ready", servers=len(self.tools.sources), tools=len(self.tools.catalog)
+            )
 
     async def aclose(self) -> None:
         """Drain the open turns (each ends validly; up to ``drain_timeout``), write what they
@@ -123,6 +131,8 @@ class Gateway:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._retention
         await self.connector.aclose()
+        if self.tools is not None:
+            await self.tools.aclose()
         await self.stores.aclose()
 
     async def _forget_old_chats(self, every: float = 3600.0) -> None:

@@ -1,0 +1,64 @@
+"""The gateway's tool servers as configured: ``[tools.<server>]`` tables of the TOML file.
+
+Tools come only from here, never from a request. A server is reached over Streamable HTTP
+(``url`` and ``headers``) or started as a subprocess speaking stdio (``command``, ``args`` and
+the only environment it gets, ``env``). ``allow`` and ``deny`` pick its tools by name (shell-style
+patterns); ``approval`` says which calls wait for the user: ``unless-read-only`` (the default)
+lets a tool the server annotates ``readOnlyHint`` run at once — annotations are the server's
+hints, so ``tool_approval`` overrides them per tool.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = ["ApprovalPolicy", "ToolMode", "ToolServerSettings"]
+
+
+class ApprovalPolicy(StrEnum):
+    NEVER = "never"
+    ALWAYS = "always"
+    UNLESS_READ_ONLY = "unless-read-only"
+
+
+class ToolMode(StrEnum):
+    #: Every tool is a tool of the model, its JSON Schema passed through.
+    DIRECT = "direct"
+    #: Four meta-tools (list, search, schema, call) stand for all of the server's tools.
+    META = "meta"
+
+
+class ToolServerSettings(BaseModel):
+    """One MCP server (see the module)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    url: str | None = Field(None, description="Streamable HTTP endpoint (http or https)")
+    headers: dict[str, str] = Field(default_factory=dict, repr=False, description="HTTP headers")
+    command: str | None = Field(None, description="stdio: the program to start")
+    args: list[str] = Field(default_factory=list, description="stdio: its arguments")
+    env: dict[str, str] = Field(
+        default_factory=dict, repr=False, description="stdio: the environment it gets (only)"
+    )
+    cwd: str | None = Field(None, description="stdio: its working directory")
+    mode: ToolMode = Field(ToolMode.DIRECT, description="direct or meta")
+    allow: list[str] | None = Field(None, description="tool names (patterns) to use; all if unset")
+    deny: list[str] = Field(default_factory=list, description="tool names (patterns) never used")
+    approval: ApprovalPolicy = Field(ApprovalPolicy.UNLESS_READ_ONLY)
+    tool_approval: dict[str, ApprovalPolicy] = Field(
+        default_factory=dict, description="per tool name: overrides approval"
+    )
+    connect_timeout: float = Field(10.0, gt=0, description="seconds to connect and list tools")
+    tool_timeout: float = Field(60.0, gt=0, description="seconds one call may take")
+    max_output_bytes: int = Field(100_000, gt=0, description="a longer tool output is cut")
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> ToolServerSettings:
+        if (self.url is None) == (self.command is None):
+            raise ValueError("a tool server has either url (Streamable HTTP) or command (stdio)")
+        if self.url is not None and urlsplit(self.url).scheme not in ("http", "https"):
+            raise ValueError(f"tool server url must be http(s): {self.url!r}")
+        return self

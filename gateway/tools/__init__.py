@@ -1,0 +1,52 @@
+"""Tools the gateway runs itself: the configured MCP servers (``[tools.<server>]``), one source
+each (:mod:`~chunkbridge.gateway.tools.mcp_source`), and the catalog the model is offered
+(:mod:`~chunkbridge.gateway.tools.catalog`: names, allow/deny, approvals, output caps).
+
+:class:`ToolSources` connects every server at start-up (a server that cannot be reached fails
+the start-up with its name and reason) and runs a call by the name the model used: a name the
+catalog does not hold — one the model invented — is an error result, never a call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from chunkbridge.gateway.tool_settings import ToolServerSettings
+from chunkbridge.gateway.tools.catalog import CatalogTool, ToolOutcome, build_catalog
+from chunkbridge.gateway.tools.mcp_source import McpToolSource, ToolSourceUnavailable
+
+__all__ = ["CatalogTool", "ToolOutcome", "ToolSourceUnavailable", "ToolSources"]
+
+
+class ToolSources:
+    """Every configured tool server, and the catalog of their tools (see the module)."""
+
+    def __init__(self, settings: Mapping[str, ToolServerSettings]) -> None:
+        self.settings = dict(settings)
+        self.sources = {name: McpToolSource(name, s) for name, s in self.settings.items()}
+        self.catalog: dict[str, CatalogTool] = {}
+
+    async def start(self) -> None:
+        started: list[McpToolSource] = []
+        try:
+            for source in self.sources.values():
+                await source.start()
+                started.append(source)
+        except ToolSourceUnavailable:
+            for source in reversed(started):
+                await source.aclose()
+            raise
+        listed = {name: source.tools for name, source in self.sources.items()}
+        self.catalog = build_catalog(listed, self.settings)
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
+        """Run the catalog's tool ``name``."""
+        entry = self.catalog.get(name)
+        if entry is None:
+            return ToolOutcome(error=f"there is no tool named {name!r}")
+        return await self.sources[entry.server].call(entry.tool.name, arguments)
+
+    async def aclose(self) -> None:
+        for source in reversed(list(self.sources.values())):
+            await source.aclose()

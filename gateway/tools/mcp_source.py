@@ -1,0 +1,123 @@
+"""One MCP server as a tool source, through the official ``mcp`` SDK's client: Streamable HTTP
+(``url``, ``headers``) or a subprocess over stdio (``command``; it gets the environment
+configured for it over the SDK's few safe basics — ``PATH``, ``HOME``, ``USER`` and the like —
+never the gateway's own).
+
+The connection is opened at start-up and kept (its context is entered and left by the task that
+starts and stops the gateway, as the SDK's cancel scopes require). A call is bounded by the
+server's ``tool_timeout``; a call that is cancelled — a stop, a timeout — is abandoned with the
+protocol's ``notifications/cancelled``, which the SDK sends, so the server stops its work too.
+Every failure is a :class:`~chunkbridge.gateway.tools.catalog.ToolOutcome` with an error for
+the model, never an exception for the turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+import orjson
+
+from chunkbridge.gateway.tool_settings import ToolServerSettings
+from chunkbridge.gateway.tools.catalog import RemoteTool, ToolOutcome, capped
+
+__all__ = ["McpToolSource", "ToolSourceUnavailable"]
+
+#: Pages of ``tools/list`` read at most (a server that never stops paging is cut off).
+MAX_PAGES = 100
+
+
+class ToolSourceUnavailable(Exception):
+    """A tool server could not be reached or listed at start-up (the message says which)."""
+
+
+class McpToolSource:
+    """One configured MCP server (see the module)."""
+
+    def __init__(self, name: str, settings: ToolServerSettings) -> None:
+        self.name = name
+        self.settings = settings
+        self.tools: list[RemoteTool] = []
+        self._client: Any = None
+        self._stack = contextlib.AsyncExitStack()
+
+    def _new_client(self) -> Any:
+        try:
+            from mcp import Client
+        except ImportError as exc:
+            raise ImportError(
+                "the tools need the mcp package: pip install 'chunkbridge[mcp]'"
+            ) from exc
+        from mcp.client.stdio import StdioServerParameters
+
+        settings = self.settings
+        if settings.command is not None:
+            parameters = StdioServerParameters(
+                command=settings.command,
+                args=list(settings.args),
+                env=dict(settings.env),
+                cwd=settings.cwd,
+            )
+            return Client(parameters)
+        assert settings.url is not None
+        if not settings.headers:
+            return Client(settings.url)
+        import httpx2
+        from mcp.client.streamable_http import streamable_http_client
+
+        http = httpx2.AsyncClient(headers=settings.headers)
+        self._stack.push_async_callback(http.aclose)
+        return Client(streamable_http_client(settings.url, http_client=http))
+
+    async def start(self) -> None:
+        """Connect and read the tool list; :class:`ToolSourceUnavailable` when that fails."""
+        where = self.settings.url or self.settings.command
+        try:
+            async with asyncio.timeout(self.settings.connect_timeout):
+                self._client = await self._stack.enter_async_context(self._new_client())
+                self.tools = await self._list()
+        except Exception as exc:
+            await self.aclose()
+            raise ToolSourceUnavailable(
+                f"tool server {self.name!r} ({where}): {type(exc).__name__}: {exc}"
+            ) from exc
+
+    async def _list(self) -> list[RemoteTool]:
+        tools: list[RemoteTool] = []
+        cursor: str | None = None
+        for _ in range(MAX_PAGES):
+            page = await self._client.list_tools(cursor=cursor)
+            for tool in page.tools:
+                annotations = tool.annotations
+                read_only = bool(annotations and annotations.read_only_hint)
+                schema = dict(tool.input_schema or {"type": "object"})
+                tools.append(RemoteTool(tool.name, tool.description or "", schema, read_only))
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        return tools
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> ToolOutcome:
+        """Run ``tool`` (its server's own name) with ``arguments``."""
+        settings = self.settings
+        try:
+            async with asyncio.timeout(settings.tool_timeout):
+                result = await self._client.call_tool(tool, arguments)
+        except TimeoutError:
+            return ToolOutcome(error=f"{tool} took longer than {settings.tool_timeout:g} s")
+        except Exception as exc:  # the server's or the connection's failure, for the model
+            return ToolOutcome(error=f"{tool} failed: {type(exc).__name__}: {exc}")
+        texts = [getattr(c, "text", None) or f"[{c.type}]" for c in result.content]
+        if result.is_error:
+            error = "\n".join(texts) or f"{tool} failed"
+            return ToolOutcome(error=capped(error, settings.max_output_bytes))
+        structured = result.structured_content
+        if structured is not None and len(orjson.dumps(structured)) <= settings.max_output_bytes:
+            return ToolOutcome(output=structured)
+        return ToolOutcome(output=capped("\n".join(texts), settings.max_output_bytes))
+
+    async def aclose(self) -> None:
+        self._client = None
+        with contextlib.suppress(Exception):
+            await self._stack.aclose()

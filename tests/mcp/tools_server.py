@@ -1,0 +1,57 @@
+"""A real MCP server (the ``mcp`` package's ``MCPServer``) for the tool tests: run as a script
+it speaks stdio; :func:`build` gives it for Streamable HTTP. ``slow`` notes its cancellation in
+the file named by ``$CANCEL_MARK`` (or the path given to :func:`build`)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from pathlib import Path
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+
+
+def build(mark: str | None = None, name: str = "probe") -> MCPServer:
+    server = MCPServer(name)
+
+    @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    @server.tool()
+    async def slow(seconds: float) -> str:
+        """Wait, then say done (notes a cancellation)."""
+        try:
+            await asyncio.sleep(seconds)
+        except asyncio.CancelledError:
+            path = mark or os.environ.get("CANCEL_MARK")
+            if path:
+                Path(path).write_text(str(time.time()))  # noqa: ASYNC240 (cancelled: no await)
+            raise
+        return "done"
+
+    @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+    def env_of(variable: str) -> str:
+        """A variable of this server's environment."""
+        return os.environ.get(variable, "<unset>")
+
+    @server.tool()
+    def delete_branch(branch: str) -> str:
+        """Delete a branch (destructive)."""
+        raise ToolError(f"branch {branch} is protected")
+
+    @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+    def big(size: int) -> str:
+        """A long text."""
+        return "é" * size
+
+    return server
+
+
+if __name__ == "__main__":
+    build(name=sys.argv[1] if len(sys.argv) > 1 else "probe").run("stdio")

@@ -22,6 +22,7 @@ from typing import Any, Literal, TypeAlias, Union, get_args, get_origin
 import orjson
 from pydantic import BaseModel, SecretStr
 from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined
 
 from chunkbridge.gateway.config import GatewayConfig, LoadedConfig, load_config
 from chunkbridge.protocol_specs.ui_message_stream import ALL_MAJORS, DEFAULT_TARGET
@@ -83,7 +84,7 @@ def _shape(annotation: Any) -> dict[str, Any]:
 
 def _help(field: FieldInfo) -> str:
     text = field.description or ""
-    default = field.default
+    default = None if field.default is PydanticUndefined else field.default  # a factory's
     if isinstance(default, enum.Enum):
         default = default.value
     if default not in (None, [], {}, "") and not isinstance(default, bool):

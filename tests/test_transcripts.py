@@ -36,6 +36,11 @@ def user(message_id: str, text: str) -> dict[str, Any]:
     return {"id": message_id, "role": "user", "parts": [{"type": "text", "text": text}]}
 
 
+async def put(store: TranscriptStore, *args: Any, **more: Any) -> None:
+    """One write in its own transaction."""
+    await store.put_many([Put(*args, **more)])
+
+
 def answer(message_id: str, text: str) -> dict[str, Any]:
     return {
         "id": message_id,
@@ -64,21 +69,20 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
 
 
 async def test_messages_keep_their_order_status_and_updates(store: TranscriptStore) -> None:
-    await store.put(KEY, user("u1", "What is  the   weather?"), "done", 5, title="What is")
-    await store.put(KEY, {"id": "a1", "role": "assistant", "parts": []}, "streaming", 5)
-    await store.put(KEY, answer("a1", "Sunny."), "done", 5)
-    await store.put(KEY, user("u2", "And tomorrow?"), "done", 5, title="ignored: chat exists")
-    await store.put(KEY, answer("a2", "Rain."), "error", 7)
+    await put(store, KEY, user("u1", "What is  the   weather?"), "done", 5, title="What is")
+    await put(store, KEY, {"id": "a1", "role": "assistant", "parts": []}, "streaming", 5)
+    await put(store, KEY, answer("a1", "Sunny."), "done", 5)
+    await put(store, KEY, user("u2", "And tomorrow?"), "done", 5, title="ignored: chat exists")
+    await put(store, KEY, answer("a2", "Rain."), "error", 7)
     loaded = await store.load(KEY)
     assert [m.message["id"] for m in loaded.messages] == ["u1", "a1", "u2", "a2"]
     assert [m.status for m in loaded.messages] == ["done", "done", "done", "error"]
     assert loaded.messages[1].message == answer("a1", "Sunny.")
     assert loaded.messages[3].major == 7
-    assert await store.count(KEY) == 4
     page = await store.chats("s1", 10, None)
     assert [(c.chat_id, c.title, c.messages) for c in page.chats] == [("chat-1", "What is", 4)]
     # a user message sent again (a regenerate, an edit) drops what followed it
-    await store.put(KEY, user("u2", "And the day after?"), "done", 5, truncate_after=True)
+    await put(store, KEY, user("u2", "And the day after?"), "done", 5, truncate_after=True)
     loaded = await store.load(KEY)
     assert [m.message["id"] for m in loaded.messages] == ["u1", "a1", "u2"]
     assert loaded.messages[2].message["parts"][0]["text"] == "And the day after?"
@@ -86,8 +90,8 @@ async def test_messages_keep_their_order_status_and_updates(store: TranscriptSto
 
 async def test_chats_are_paged_newest_first_per_session_and_deleted(store: TranscriptStore) -> None:
     for i in range(5):
-        await store.put(("s1", f"c{i}"), user(f"u{i}", f"chat {i}"), "done", 5, title=f"chat {i}")
-    await store.put(("other", "c9"), user("x", "not yours"), "done", 5, title="not yours")
+        await put(store, ("s1", f"c{i}"), user(f"u{i}", f"chat {i}"), "done", 5, title=f"chat {i}")
+    await put(store, ("other", "c9"), user("x", "not yours"), "done", 5, title="not yours")
     first = await store.chats("s1", 2, None)
     assert [c.chat_id for c in first.chats] == ["c4", "c3"] and first.next
     second = await store.chats("s1", 2, first.next)
@@ -106,10 +110,10 @@ async def test_a_row_that_does_not_load_is_skipped_and_reported(tmp_path: Path) 
     reports: list[tuple[Any, ...]] = []
     store = SqlTranscriptStore(SqliteDatabase(path), lambda *a: reports.append(a))
     await store.start()
-    await store.put(KEY, user("u1", "hello"), "done", 5)
-    await store.put(KEY, user("u2", "corrupt me"), "done", 5)
-    await store.put(KEY, user("u3", "from the future"), "done", 5)
-    await store.put(KEY, user("u4", "not a message"), "done", 5)
+    await put(store, KEY, user("u1", "hello"), "done", 5)
+    await put(store, KEY, user("u2", "corrupt me"), "done", 5)
+    await put(store, KEY, user("u3", "from the future"), "done", 5)
+    await put(store, KEY, user("u4", "not a message"), "done", 5)
     with sqlite3.connect(path) as raw:
         raw.execute("UPDATE cb_messages SET body = '{\"id\": \"u2\", ' WHERE message_id = 'u2'")
         raw.execute("UPDATE cb_messages SET format = 99 WHERE message_id = 'u3'")

@@ -181,24 +181,9 @@ class TranscriptStore(Protocol):
 
     async def load(self, key: Key) -> Transcript: ...
 
-    async def put(
-        self,
-        key: Key,
-        message: dict[str, Any],
-        status: MessageStatus,
-        major: int,
-        *,
-        title: str = "",
-        truncate_after: bool = False,
-    ) -> None:
-        """Add ``message`` at the chat's end, or update it in place when its id is stored;
-        ``truncate_after`` drops the messages after it (a user message sent again: an edit or
-        a regenerate). ``title`` names a chat created by this call."""
-
     async def put_many(self, puts: Sequence[Put]) -> None:
-        """Several :meth:`put` in order, in one transaction (the writer's batches)."""
-
-    async def count(self, key: Key) -> int: ...
+        """Write ``puts`` in order, in one transaction (the writer's batches): each message is
+        added at its chat's end, or updated in place when its id is stored."""
 
     async def chats(self, session_id: str, limit: int, cursor: str | None) -> ChatPage: ...
 

@@ -26,7 +26,6 @@ from chunkbridge.gateway.stores.base import (
     ChatPage,
     ChatSummary,
     Key,
-    MessageStatus,
     Put,
     StoredMessage,
     Transcript,
@@ -156,11 +155,6 @@ class SqlTranscriptStore:
             messages.append(StoredMessage(message, status, major))
         return Transcript(messages, skipped)
 
-    async def count(self, key: Key) -> int:
-        sql = f"SELECT COUNT(*) FROM cb_messages WHERE {_KEY}"
-        row = await self.database.transaction(lambda cur: cur.execute(sql, key).fetchone())
-        return int(row[0])
-
     async def chats(self, session_id: str, limit: int, cursor: str | None) -> ChatPage:
         where = "c.session_id = ?"
         params: list[Any] = [session_id]
@@ -184,18 +178,6 @@ class SqlTranscriptStore:
         return ChatPage(chats, f"{last.updated_at!r}|{last.chat_id}" if last else None)
 
     # -- writing -------------------------------------------------------------------------------
-
-    async def put(
-        self,
-        key: Key,
-        message: dict[str, Any],
-        status: MessageStatus,
-        major: int,
-        *,
-        title: str = "",
-        truncate_after: bool = False,
-    ) -> None:
-        await self.put_many([Put(key, message, status, major, title, truncate_after)])
 
     async def put_many(self, puts: Sequence[Put]) -> None:
         # The upserts go together (executemany) up to an edit, whose delete goes alone; nothing

@@ -45,6 +45,7 @@ from chunkbridge.gateway.http.intake import (
 from chunkbridge.gateway.http.sse import ResumeResponse, TurnResponse
 from chunkbridge.gateway.http.transcripts import chat_list, chat_messages, delete_chat
 from chunkbridge.gateway.service import Gateway
+from chunkbridge.gateway.stores import ResumeStore
 
 __all__ = ["create_app"]
 
@@ -96,14 +97,14 @@ def _rejected(gateway: Gateway, log: Any, exc: Exception, started: float) -> Res
     return refusal(rejected(gateway.metrics, log, exc, started))
 
 
-def _resumable(request: Request) -> tuple[Gateway, tuple[str, str]]:
-    """The resume store's key for a resume or stop request, after the POST's own checks (session
-    id, auth); the errors are GatewayErrors."""
+def _resumable(request: Request) -> tuple[ResumeStore, tuple[str, str]]:
+    """The resume store and its key for a resume or stop request, after the POST's own checks
+    (session id, auth); the errors are GatewayErrors."""
     gateway: Gateway = request.app.state.gateway
     session_id = authorized_session(gateway.config, request)
     if gateway.stores.resume is None:
         raise NotFound("Resumable streams are off (resume = off).")
-    return gateway, (session_id, request.path_params["chat_id"])
+    return gateway.stores.resume, (session_id, request.path_params["chat_id"])
 
 
 async def resume_stream(request: Request) -> Any:
@@ -116,9 +117,8 @@ async def resume_stream(request: Request) -> Any:
         request_id=request_id, session_id=request.path_params["session_id"][:128]
     )
     try:
-        gateway, key = _resumable(request)
-        assert gateway.stores.resume is not None
-        bodies = await gateway.stores.resume.reader(key)
+        resume, key = _resumable(request)
+        bodies = await resume.reader(key)
     except Exception as exc:
         return _rejected(gateway, log, exc, started)
     if bodies is None:
@@ -136,9 +136,8 @@ async def stop_turn(request: Request) -> Response:
     gateway: Gateway = request.app.state.gateway
     log = gateway.log.bind(session_id=request.path_params["session_id"][:128])
     try:
-        gateway, key = _resumable(request)
-        assert gateway.stores.resume is not None
-        stopped = await gateway.stores.resume.stop(key)
+        resume, key = _resumable(request)
+        stopped = await resume.stop(key)
     except Exception as exc:
         return _rejected(gateway, log, exc, started)
     if not stopped:

@@ -108,12 +108,12 @@ class GatewayConfig(BaseModel):
     store_path: Path = Field(Path("chunkbridge.sqlite3"), description="store = sqlite: the file")
     store_url: str = Field(POSTGRES_URL, repr=False, description="store = postgres: a URL")
     store_ttl: float = Field(2_592_000.0, gt=0, description="seconds an unwritten chat is kept")
-    store_max_messages: int = Field(
-        1000, gt=0, description="history = stored: most messages a chat may hold (then 409)"
-    )
+    store_max_messages: int = Field(1000, gt=0, description="history = stored: most messages")
     tools: dict[str, ToolServerSettings] = Field(
         default_factory=dict, description="MCP servers whose tools the gateway runs ([tools.NAME])"
     )
+    max_steps: int = Field(10, ge=1, description="tools: model calls in one turn at most")
+    tool_concurrency: int = Field(8, ge=1, description="tools: calls of one step run at once")
 
     auth: AuthMode = Field(AuthMode.NONE, description="client authentication")
     jwt_key: str | None = Field(None, description="HS256 secret or RS256 public key (PEM)")

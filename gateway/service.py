@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
+import secrets
 import time
 import uuid
 from typing import Any, Literal
@@ -21,6 +23,8 @@ from chunkbridge.gateway.stores import StoreUnavailable, open_stores
 from chunkbridge.gateway.stores.writer import TranscriptWriter
 from chunkbridge.gateway.tools import ToolSources
 from chunkbridge.gateway.transports.connectors import Connector, connector_for
+from chunkbridge.gateway.turn.agent import AgentDriver, NotOpened
+from chunkbridge.gateway.turn.agent_setup import AgentSetup, agent_setup
 from chunkbridge.gateway.turn.answers import QuestionAnswer, claim_answers, issue_approval
 from chunkbridge.gateway.turn.driver import DriverSettings, TurnDriver
 from chunkbridge.gateway.turn.run import OpenTurns, TurnRun
@@ -31,9 +35,11 @@ from chunkbridge.kit import (
     TranslatorOptions,
     TurnInput,
     UnknownEventPolicy,
+    counter_ids,
 )
 from chunkbridge.protocol_specs.chat_request import ChatRequest
 from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL, approval_signature
+from chunkbridge.translators.core.message_assembly import MessageAssembler
 from chunkbridge.translators.core.message_replay import replay_chunks
 from chunkbridge.translators.core.sse_codec import encode_chunks
 from chunkbridge.translators.core.turn import Turn, TurnOptions
@@ -62,6 +68,11 @@ class Gateway:
         self._retention: asyncio.Task[None] | None = None
         #: The MCP servers whose tools the gateway runs (``[tools.<server>]``).
         self.tools = ToolSources(config.tools) if config.tools else None
+        #: The agent loop, once the tools are listed (:meth:`start`).
+        self.agent: AgentSetup | None = None
+        #: Signs the approvals of gateway tools when no ``approval_secret`` is set (an approved
+        #: call runs with the input the model gave, never one a request altered).
+        self._own_secret = secrets.token_hex(32)
         self.configure(config)
 
     def configure(self, config: GatewayConfig) -> None:
@@ -81,6 +92,12 @@ class Gateway:
             raise ConfigError(f"invalid settings for dialect {dialect.name}: {exc}") from exc
         self.config = config
         self.dialect: Dialect = dialect
+        self.agent = None
+        if self.tools is not None and self.tools.catalog:
+            self.agent = agent_setup(
+                dialect.name, settings, self.tools, config.max_steps, config.tool_concurrency
+            )
+            settings = self.agent.settings
         self.dialect_settings = settings
         #: What the upstream gets of the conversation: the deployment's choice, or the dialect's.
         #: ``history = stored``: the conversation comes from the transcript store.
@@ -116,9 +133,23 @@ class Gateway:
             self._retention = asyncio.create_task(self._forget_old_chats())
         if self.tools is not None:  # a server out of reach fails the start-up, with its name
             await self.tools.start()
+            self.configure(self.config)  # the model is offered the tools listed
             self.log.info(
                 "tools.ready", servers=len(self.tools.sources), tools=len(self.tools.catalog)
             )
+            if self.agent is not None and self.agent.asks and not self.config.approval_secret:
+                self.log.warning(
+                    "tools.approvals_signed_per_process",
+                    hint="set approval_secret when several instances serve one app",
+                )
+
+    @property
+    def approval_secret(self) -> str | None:
+        """What approvals are signed with: ``approval_secret``; with gateway tools that ask,
+        a key of this process when none is set."""
+        if self.config.approval_secret or self.agent is None or not self.agent.asks:
+            return self.config.approval_secret
+        return self._own_secret
 
     async def aclose(self) -> None:
         """Drain the open turns (each ends validly; up to ``drain_timeout``), write what they
@@ -165,8 +196,9 @@ class Gateway:
         """Start one turn upstream: the session's turn held, the answers in the request
         checked and claimed, the upstream opened. Raises before anything is streamed (the
         caller answers the error); the :class:`TurnRun` it returns owns the turn from here."""
-        config, metrics = self.config, self.metrics
+        config, metrics, agent = self.config, self.metrics, self.agent
         approvals = self.stores.approvals
+        secret = self.approval_secret
         self.turns.hold(session_id, config.max_turns_per_session)
         resume = self.stores.resume if chat_request.id else None  # no chat id: not resumable
         member = ""
@@ -197,14 +229,17 @@ class Gateway:
                 ]
                 # the first request with an answer wins; the upstream hears only checked ones
                 try:
-                    await claim_answers(
-                        approvals, session_id, answers, questions, config.approval_secret
-                    )
+                    await claim_answers(approvals, session_id, answers, questions, secret)
                 except GatewayError:
                     metrics.approvals.labels("refused").inc(len(answers))
                     raise
+                # approved gateway calls run before the model hears of them
+                approved = None if agent is None else agent.approved_calls(answers)
                 try:
-                    upstream = await self.connector.open(turn_input, forward)
+                    if approved is None:
+                        upstream = await self.connector.open(turn_input, forward)
+                    else:
+                        upstream = NotOpened()
                 except BaseException:
                     if answers or questions:  # it never heard of them: they may come again
                         await approvals.release(session_id, [*answers, *questions])
@@ -219,7 +254,6 @@ class Gateway:
                 await resume.release_turn(session_id, member)
             raise
 
-        secret = config.approval_secret
         message_id = chat_request.response_message_id() or f"msg_{run_id[:24]}"
         transcript = None
         if transcripts is not None and self.transcript_writer is not None:
@@ -233,8 +267,11 @@ class Gateway:
                 wait_for_end=self.stored_history,
             )
             transcript.begin()
+        translator_options = self.translator_options
+        if agent is not None:  # one id counter for the turn's model calls
+            translator_options = dataclasses.replace(translator_options, id_factory=counter_ids())
         turn = Turn(
-            self.dialect.translator(self.translator_options),
+            self.dialect.translator(translator_options),
             TurnOptions(
                 target=config.target,
                 message_id=message_id,
@@ -243,9 +280,27 @@ class Gateway:
                 denied_calls=[a.tool_call_id for a in answers if not a.approved],
                 sign_approval=functools.partial(approval_signature, secret) if secret else None,
                 on_approval=functools.partial(issue_approval, approvals, metrics, session_id),
+                steps=None if agent is None else agent.names,
             ),
         )
-        driver = TurnDriver(upstream, turn, self.driver_settings, started=started, counters=metrics)
+        if agent is None:
+            driver = TurnDriver(
+                upstream, turn, self.driver_settings, started=started, counters=metrics
+            )
+        else:
+            if continued is None and (copy := chat_request.continued_message()):
+                continued = copy.model_dump(mode="json", exclude_unset=True)
+            parts = agent.parts(
+                turn_input,
+                self.connector,
+                forward,
+                functools.partial(self.dialect.translator, translator_options),
+                MessageAssembler(config.target, continued),
+                approved,
+            )
+            driver = AgentDriver(
+                upstream, turn, self.driver_settings, parts, started=started, counters=metrics
+            )
         metrics.requests.labels("200").inc()
         metrics.active_streams.inc()
         return TurnRun(

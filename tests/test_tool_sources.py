@@ -73,7 +73,7 @@ async def test_a_stdio_server_lists_runs_and_is_cancelled(tmp_path: Path) -> Non
         seen = await wait_for(mark, 2)
     finally:
         await sources.aclose()
-    assert names == {"add", "slow", "env_of", "delete_branch", "big"}
+    assert names == {"add", "multiply", "slow", "env_of", "delete_branch", "big"}
     assert added.error is None and added.output == {"result": 5}
     assert secret.output == {"result": "<unset>"}  # only its configured environment
     assert given.output == {"result": "yes"}
@@ -168,12 +168,17 @@ def test_the_catalog_and_the_settings_decide_without_a_server() -> None:
 
 async def test_the_gateway_connects_its_tool_servers_at_start_up() -> None:
     settings = {"probe": {"command": sys.executable, "args": [SERVER]}}
-    async with running_gateway(upstream="ws://127.0.0.1:1/s/{session_id}", tools=settings) as (
-        _,
-        app,
+    gateway = running_gateway(
+        dialect="anthropic-messages", upstream="http://127.0.0.1:1", tools=settings
+    )
+    async with (
+        gateway as (
+            _,
+            app,
+        )
     ):
         tools = app.state.gateway.tools
         catalog = set(tools.catalog)
         added = await tools.call("add", {"a": 20, "b": 22})
-    assert catalog == {"add", "slow", "env_of", "delete_branch", "big"}
+    assert catalog == {"add", "multiply", "slow", "env_of", "delete_branch", "big"}
     assert added.output == {"result": 42}

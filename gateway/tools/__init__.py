@@ -9,9 +9,11 @@ catalog does not hold — one the model invented — is an error result, never a
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
+from chunkbridge.gateway.logging import get_logger
 from chunkbridge.gateway.tool_settings import ToolServerSettings
 from chunkbridge.gateway.tools.catalog import CatalogTool, ToolOutcome, build_catalog
 from chunkbridge.gateway.tools.mcp_source import McpToolSource, ToolSourceUnavailable
@@ -26,6 +28,7 @@ class ToolSources:
         self.settings = dict(settings)
         self.sources = {name: McpToolSource(name, s) for name, s in self.settings.items()}
         self.catalog: dict[str, CatalogTool] = {}
+        self.log = get_logger("chunkbridge.tools")
 
     async def start(self) -> None:
         started: list[McpToolSource] = []
@@ -45,7 +48,23 @@ class ToolSources:
         entry = self.catalog.get(name)
         if entry is None:
             return ToolOutcome(error=f"there is no tool named {name!r}")
-        return await self.sources[entry.server].call(entry.tool.name, arguments)
+        started = time.monotonic()
+        outcome = await self.sources[entry.server].call(entry.tool.name, arguments)
+        self.log.info(
+            "tool.call",
+            tool=name,
+            server=entry.server,
+            ok=outcome.error is None,
+            seconds=round(time.monotonic() - started, 4),
+        )
+        return outcome
+
+    def definitions(self) -> dict[str, dict[str, Any]]:
+        """The model's tool definitions (a provider dialect's ``tools`` setting's shape)."""
+        return {
+            name: {"description": entry.tool.description, "input_schema": entry.tool.input_schema}
+            for name, entry in self.catalog.items()
+        }
 
     async def aclose(self) -> None:
         for source in reversed(list(self.sources.values())):

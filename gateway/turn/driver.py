@@ -125,6 +125,8 @@ class TurnDriver:
         self.abandoned = False
         #: Which timeout ended the turn, if one did.
         self.timeout: Due | None = None
+        #: The upstream ended after a completed model step that did not end the turn.
+        self.step_over = False
         #: The upstream failure that ended the turn, if one did (for the log and metrics).
         self.upstream_error: GatewayError | None = None
         self.bytes_out = 0
@@ -170,6 +172,7 @@ class TurnDriver:
                             self._waiting = False
                 except UpstreamEnded:
                     body = encode_chunks(turn.upstream_ended())
+                    self.step_over = not turn.done
                 except GatewayError as exc:
                     body = self._failed(exc)
                 else:
@@ -187,6 +190,10 @@ class TurnDriver:
                         else:
                             self.counters.upstream_events += 1
                 await self._write(write, body)
+                if self.step_over:  # a step-wise turn's model finished a step: what now
+                    self.step_over = False
+                    await self._next_step(write)
+                    upstream = self.upstream
         finally:
             if self._timer is not None:
                 self._timer.cancel()
@@ -213,10 +220,17 @@ class TurnDriver:
                 frames += 1
         except UpstreamEnded:
             parts.append(encode_chunks(turn.upstream_ended()))
+            self.step_over = not turn.done
         except GatewayError as exc:
             parts.append(self._failed(exc))
         self.counters.upstream_events += frames
         return b"".join(parts)
+
+    async def _next_step(self, write: Write) -> None:
+        """The upstream ended after a completed step of a step-wise turn (the agent loop,
+        :class:`chunkbridge.gateway.turn.agent.AgentDriver`). A plain turn has one step."""
+        ending = self.turn.close(CloseRequest(CloseReason.COMPLETED))
+        await self._write(write, encode_chunks(ending))
 
     def _failed(self, exc: GatewayError) -> bytes:
         self.upstream_error = exc

@@ -23,6 +23,11 @@ def build(mark: str | None = None, name: str = "probe") -> MCPServer:
         """Add two numbers."""
         return a + b
 
+    @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+    def multiply(a: int, b: int) -> int:
+        """Multiply two numbers."""
+        return a * b
+
     @server.tool()
     async def slow(seconds: float) -> str:
         """Wait, then say done (notes a cancellation)."""

@@ -81,8 +81,12 @@ class StreamGuard:
         denied_calls: Sequence[str] = (),
         sign_approval: SignApproval | None = None,
         on_approval: ApprovalHook | None = None,
+        runs_here: frozenset[str] = frozenset(),
     ) -> None:
         self.target = target
+        #: Tools the gateway runs (the agent loop): a call still running when the stream ends is
+        #: settled like a provider's, never left to the app.
+        self._runs_here = runs_here
         #: Send the generic text of the close reason instead of the upstream's error text.
         self.mask_errors = mask_errors
         #: Forced ``start.messageId`` (the assistant message being continued), if any.
@@ -348,7 +352,8 @@ class StreamGuard:
             # Pending on us: input still streaming, or a tool we run. A client-run tool with
             # complete input belongs to the app after a normal end or an abort (openai-chat
             # tool calls end at tool-input-available on purpose); an error settles it too.
-            if not (record.input_streaming or record.provider_executed or outcome.is_error):
+            ours = record.provider_executed or record.name in self._runs_here
+            if not (record.input_streaming or ours or outcome.is_error):
                 continue
             if record.provider_executed and waiting_on_app and not record.input_streaming:
                 continue

@@ -16,11 +16,12 @@ path never needs it.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from chunkbridge.protocol_specs.ui_message_stream import PART_ROLES
 
-__all__ = ["REPLACEMENT", "SurrogatePairs", "join_surrogates"]
+__all__ = ["NOT_JSON", "REPLACEMENT", "SurrogatePairs", "join_surrogates", "loads_lenient"]
 
 REPLACEMENT = "\ufffd"
 _HIGH_FIRST, _HIGH_LAST = "\ud800", "\udbff"
@@ -86,3 +87,21 @@ class SurrogatePairs:
         del self.held[key]
         chunk_type, key_field, delta_field = _DELTAS[key[0]]
         return [{"type": chunk_type, key_field: key[1], delta_field: REPLACEMENT}]
+
+
+#: What :func:`loads_lenient` returns for a frame that is not JSON at all.
+NOT_JSON: Any = object()
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def loads_lenient(frame: str | bytes) -> Any:
+    """Slow path for what orjson refuses but is still usable: lone surrogate escapes
+    (``"\\ud83d"``, half an emoji from a JavaScript backend) and integers beyond 64 bits.
+    ``NaN``/``Infinity`` stay invalid, and so does nesting too deep to parse."""
+    try:
+        return json.loads(frame, parse_constant=_no_constants)
+    except (ValueError, RecursionError):
+        return NOT_JSON

@@ -23,7 +23,6 @@ prefix plus the orjson-encoded delta, byte-identical to the general path.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
@@ -43,7 +42,8 @@ from chunkbridge.translators.core.closing import (
 from chunkbridge.translators.core.gating import ConversionHook
 from chunkbridge.translators.core.guard import RepairHook, StreamGuard
 from chunkbridge.translators.core.sse_codec import encode_chunk, encode_chunks
-from chunkbridge.translators.core.surrogates import SurrogatePairs
+from chunkbridge.translators.core.steps import StepJoin
+from chunkbridge.translators.core.surrogates import NOT_JSON, SurrogatePairs, loads_lenient
 
 __all__ = ["Chunk", "EventTranslator", "Item", "Turn", "TurnOptions"]
 
@@ -56,7 +56,6 @@ _loads = orjson.loads
 _dumps = orjson.dumps
 _JSONDecodeError = orjson.JSONDecodeError
 _JSONEncodeError = orjson.JSONEncodeError
-_NOT_JSON = object()
 
 
 class EventTranslator(Protocol):
@@ -69,8 +68,9 @@ class EventTranslator(Protocol):
     def stats(self) -> Mapping[str, int]:
         """Counts by kind (``unknown-event:<type>``, ``malformed-event``…), for the log line."""
 
-    #: The open text part that :meth:`fast_text_delta` streams into, if any.
-    text_id: str | None
+    @property
+    def text_id(self) -> str | None:
+        """The open text part that :meth:`fast_text_delta` streams into, if any."""
 
     def feed(self, event: Any) -> Sequence[Item]: ...
 
@@ -99,20 +99,8 @@ class TurnOptions:
     sign_approval: SignApproval | None = None
     #: Told of every approval the stream requests (the gateway's ledger).
     on_approval: ApprovalHook | None = None
-
-
-def _no_constants(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _loads_lenient(frame: str | bytes) -> Any:
-    """Slow path for what orjson refuses but is still usable: lone surrogate escapes
-    (``"\\ud83d"``, half an emoji from a JavaScript backend) and integers beyond 64 bits.
-    ``NaN``/``Infinity`` stay invalid, and so does nesting too deep to parse."""
-    try:
-        return json.loads(frame, parse_constant=_no_constants)
-    except (ValueError, RecursionError):
-        return _NOT_JSON
+    #: A step-wise turn (the agent loop, :class:`StepJoin`): the tools the gateway runs.
+    steps: frozenset[str] | None = None
 
 
 class Turn:
@@ -120,7 +108,6 @@ class Turn:
 
     def __init__(self, translator: EventTranslator, options: TurnOptions | None = None) -> None:
         options = options or TurnOptions()
-        self.translator = translator
         self.guard = StreamGuard(
             target=options.target,
             message_id=options.message_id,
@@ -131,7 +118,13 @@ class Turn:
             denied_calls=options.denied_calls,
             sign_approval=options.sign_approval,
             on_approval=options.on_approval,
+            runs_here=options.steps or frozenset(),
         )
+        #: The agent loop's view of the model's steps (``TurnOptions.steps``), else ``None``.
+        self.steps: StepJoin | None = None
+        if options.steps is not None:
+            translator = self.steps = StepJoin(translator, options.steps, self.guard)
+        self.translator = translator
         #: Upstream frames (or events) fed, terminal and malformed ones included.
         self.events = 0
         #: Frames fed after the turn ended (ignored).
@@ -262,11 +255,24 @@ class Turn:
         try:
             waiting = self.waiting  # the agent asked, then hung up: it waits for the answer
             out = self._guarded(self.translator.end_of_stream(False), True)
+            if self._step_completed():
+                return out  # the agent loop decides what follows
             if not self.guard.finished:
                 if waiting and error_text is None and self.deferred_close is not None:
                     out += self._close(self.deferred_close)
                 else:
                     out += self._close(CloseRequest(CloseReason.UPSTREAM_CLOSED, error_text))
+            return out
+        except Exception as exc:
+            return self._internal_error(exc)
+
+    def emit(self, chunks: Sequence[Chunk]) -> list[Chunk]:
+        """Chunks the gateway itself adds (the agent loop's tool results, step boundaries,
+        approval requests), through the guard like the translator's. Never raises."""
+        try:
+            out: list[Chunk] = []
+            for chunk in chunks:
+                out += self.guard.feed(chunk)
             return out
         except Exception as exc:
             return self._internal_error(exc)
@@ -296,6 +302,9 @@ class Turn:
 
     # -- internals -----------------------------------------------------------------------------
 
+    def _step_completed(self) -> bool:  # a step-wise turn's model step: the turn goes on
+        return self.steps is not None and self.steps.ended is not None and not self.guard.finished
+
     def _set_prefix(self, text_id: str | None) -> None:
         self._prefix_id = text_id
         self._prefix = b'data: {"type":"text-delta","id":' + _dumps(text_id) + b',"delta":'
@@ -310,11 +319,11 @@ class Turn:
                 if self.guard.finished:
                     return []
                 out = self._guarded(self.translator.end_of_stream(True), True)
-                if not self.guard.finished:
+                if not self.guard.finished and not self._step_completed():
                     out += self._close(CloseRequest(CloseReason.COMPLETED))
                 return out
-        event = _loads_lenient(frame)
-        if event is _NOT_JSON:
+        event = loads_lenient(frame)
+        if event is NOT_JSON:
             self.events += 1
             if self.guard.finished:
                 self.after_done += 1

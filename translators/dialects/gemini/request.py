@@ -34,6 +34,32 @@ class GeminiSettings(ProviderSettings):
     )
 
 
+#: JSON Schema keywords Gemini's ``parameters`` (an OpenAPI 3.0 subset) refuses.
+_NOT_OPENAPI = frozenset({"$schema", "$id", "additionalProperties", "const", "examples"})
+
+
+def openapi_schema(schema: Any) -> Any:
+    """A tool's JSON Schema (an MCP server's, as written) in the subset ``parameters`` takes:
+    ``const`` as a one-value ``enum``, ``type: [T, "null"]`` as ``nullable``, the keywords it
+    refuses left out — as the AI SDK's Google provider adapts it."""
+    if isinstance(schema, list):
+        return [openapi_schema(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: openapi_schema(v) for k, v in schema.items() if k not in _NOT_OPENAPI}
+    if "const" in schema:
+        out["enum"] = [schema["const"]]
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kinds = [k for k in kind if k != "null"]
+        out["type"] = kinds[0] if len(kinds) == 1 else kinds
+        if "null" in kind:
+            out["nullable"] = True
+    if isinstance(schema.get("properties"), dict):
+        out["properties"] = {k: openapi_schema(v) for k, v in schema["properties"].items()}
+    return out
+
+
 def _tools(settings: GeminiSettings) -> list[dict[str, Any]]:
     declarations, native = [], []
     for name, definition in settings.tools.items():
@@ -46,7 +72,7 @@ def _tools(settings: GeminiSettings) -> list[dict[str, Any]]:
             continue
         declaration = {
             "name": name,
-            "parameters": definition.get("input_schema") or {"type": "object"},
+            "parameters": openapi_schema(definition.get("input_schema") or {"type": "object"}),
         }
         if definition.get("description"):
             declaration["description"] = definition["description"]

@@ -5,18 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import Field, SecretStr
 
 from chunkbridge.kit import (
     HttpRequest,
+    ProviderSettings,
     TurnInput,
+    apply_overrides,
+    output_text,
+    steps_of,
 )
 
 
-class OpenAIChatSettings(BaseModel):
+class OpenAIChatSettings(ProviderSettings):
     """Settings of the ``openai-chat`` dialect (``[openai-chat]`` in the TOML file)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     model: str = Field("gpt-4.1-mini", description="the model to request")
     api_key: SecretStr | None = Field(
@@ -29,14 +31,40 @@ class OpenAIChatSettings(BaseModel):
     )
 
 
+def _tools(settings: OpenAIChatSettings) -> list[dict[str, Any]]:
+    tools = []
+    for name, definition in settings.tools.items():
+        if "type" in definition:  # a tool in the provider's own shape, sent as configured
+            tools.append(definition)
+            continue
+        function = {
+            "name": name,
+            "parameters": definition.get("input_schema") or {"type": "object"},
+        }
+        if definition.get("description"):
+            function["description"] = definition["description"]
+        tools.append({"type": "function", "function": function})
+    return tools
+
+
 def request_body(turn: TurnInput) -> dict[str, Any]:
     settings: OpenAIChatSettings = turn.settings or OpenAIChatSettings()
-    return {
+    messages = messages_from_ui(turn.request.messages)
+    if settings.system:
+        messages.insert(0, {"role": "system", "content": settings.system})
+    body: dict[str, Any] = {
         "model": settings.model,
         "stream": True,
         "stream_options": {"include_usage": True},
-        "messages": messages_from_ui(turn.request.messages),
+        "messages": messages,
     }
+    if settings.max_output_tokens is not None:
+        body["max_completion_tokens"] = settings.max_output_tokens
+    tools = _tools(settings)
+    if tools:
+        body["tools"] = tools
+    body.update(settings.options)
+    return apply_overrides(body, turn, settings.body_overrides)
 
 
 def http_request(turn: TurnInput) -> HttpRequest:
@@ -85,49 +113,57 @@ def messages_from_ui(messages: list[Any]) -> list[dict[str, Any]]:
     """UIMessage history (``chunkbridge.protocol_specs.chat_request.UIMessage``) → chat-completions
     messages.
 
-    Text and files of user and system messages; an assistant message becomes its text plus one
-    ``tool_calls`` entry per tool part with input, followed by ``tool`` messages for the parts
-    that have an output (or an error). Reasoning, sources and data parts are not sent back.
+    Text and files of user and system messages; an assistant message, one model step at a time
+    (``step-start`` parts cut them: a step the gateway's tools answered is followed by the
+    next), becomes the step's text plus one ``tool_calls`` entry per tool part with input,
+    followed by ``tool`` messages for the parts that have an output (or an error, or a
+    denial). Reasoning, sources and data parts are not sent back.
     """
     out: list[dict[str, Any]] = []
     for message in messages:
         if message.role != "assistant":
             out.append({"role": message.role, "content": _content(message.parts)})
             continue
-        text = "".join(p.text for p in message.parts if getattr(p, "type", None) == "text")
-        calls, results = [], []
-        for part in message.parts:
-            if not hasattr(part, "toolCallId") or part.state == "input-streaming":
-                continue
-            calls.append(
+        for step in steps_of(message):
+            out += _assistant_step(step)
+    return out
+
+
+def _assistant_step(parts: list[Any]) -> list[dict[str, Any]]:
+    text = "".join(p.text for p in parts if getattr(p, "type", None) == "text")
+    calls, results = [], []
+    for part in parts:
+        if not hasattr(part, "toolCallId") or part.state == "input-streaming":
+            continue
+        calls.append(
+            {
+                "id": part.toolCallId,
+                "type": "function",
+                "function": {
+                    "name": part.tool_name,
+                    "arguments": orjson.dumps(part.input or {}).decode(),
+                },
+            }
+        )
+        if part.state == "output-available":
+            results.append(
                 {
-                    "id": part.toolCallId,
-                    "type": "function",
-                    "function": {
-                        "name": part.tool_name,
-                        "arguments": orjson.dumps(part.input or {}).decode(),
-                    },
+                    "role": "tool",
+                    "tool_call_id": part.toolCallId,
+                    "content": output_text(part.output),
                 }
             )
-            if part.state == "output-available":
-                results.append(
-                    {
-                        "role": "tool",
-                        "tool_call_id": part.toolCallId,
-                        "content": orjson.dumps(part.output).decode(),
-                    }
-                )
-            elif part.state in ("output-error", "output-denied"):
-                results.append(
-                    {
-                        "role": "tool",
-                        "tool_call_id": part.toolCallId,
-                        "content": part.errorText or "The tool call was not run.",
-                    }
-                )
-        entry: dict[str, Any] = {"role": "assistant", "content": text or None}
-        if calls:
-            entry["tool_calls"] = calls
-        out.append(entry)
-        out.extend(results)
-    return out
+        elif part.state in ("output-error", "output-denied"):
+            results.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": part.toolCallId,
+                    "content": part.errorText or "The tool call was not run.",
+                }
+            )
+    if not text and not calls:
+        return []
+    entry: dict[str, Any] = {"role": "assistant", "content": text or None}
+    if calls:
+        entry["tool_calls"] = calls
+    return [entry, *results]

@@ -1,0 +1,253 @@
+"""The agent loop's shell: a turn driver that runs the gateway's tools between model calls.
+
+:class:`AgentDriver` is a :class:`~chunkbridge.gateway.turn.driver.TurnDriver` whose turn is
+step-wise (``TurnOptions.steps``). The decisions are the sans-I/O
+:class:`~chunkbridge.translators.core.agent_loop.AgentLoop`'s; this class only carries them out:
+
+* a tool call the model completed is dispatched before the bytes that announce it are written
+  (a task per call, at most ``tool_concurrency`` running at once), so a tool starts while the
+  model is still streaming the rest of its step;
+* when the model's step ended, each result is written as it arrives (``tool-output-available``
+  or ``tool-output-error`` on the call's part; keep-alives while tools run), then the loop says
+  whether the model is called again — with the message so far, assembled from the bytes the
+  client was sent, as the continuation of the conversation the dialect builds its request from
+  — or how the turn ends;
+* a continuation that approved gateway calls runs them first, then calls the model;
+* Stop (or a timeout, or the client going away) cancels the running calls: the MCP client sends
+  the server ``notifications/cancelled``, and the guard settles their parts as interrupted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from chunkbridge.gateway.errors import GatewayError
+from chunkbridge.gateway.transports.base import Upstream, UpstreamEnded
+from chunkbridge.gateway.turn.driver import DriverSettings, Totals, TurnDriver, Write
+from chunkbridge.kit import RequestRejected
+from chunkbridge.translators.core.agent_loop import AgentLoop, CallKind
+from chunkbridge.translators.core.closing import CloseReason, CloseRequest
+from chunkbridge.translators.core.message_assembly import MessageAssembler
+from chunkbridge.translators.core.sse_codec import KEEPALIVE_FRAME, encode_chunks
+from chunkbridge.translators.core.steps import ReadyCall
+from chunkbridge.translators.core.turn import Chunk, EventTranslator, Turn
+
+__all__ = ["AgentDriver", "LoopParts", "NotOpened", "ToolRunner"]
+
+
+class ToolRunner(Protocol):
+    async def call(self, name: str, arguments: dict[str, Any]) -> Any:
+        """A :class:`~chunkbridge.gateway.tools.ToolOutcome`; never raises (but cancellation)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LoopParts:
+    """What one loop turn needs besides its first upstream."""
+
+    loop: AgentLoop
+    tools: ToolRunner
+    #: ``open_step(message)``: the next model call, given the assistant message so far.
+    open_step: Callable[[dict[str, Any]], Awaitable[Upstream]]
+    #: A fresh translator for the next model call's stream.
+    translator: Callable[[], EventTranslator]
+    #: Builds the message so far from the bytes written (the continued message included).
+    assembler: MessageAssembler
+    #: A continuation that answered approvals of gateway tools: the calls approved, which run
+    #: before the first model call (the denied ones are reported first); ``None``: no answers.
+    approved: Sequence[ReadyCall] | None = None
+    concurrency: int = 8
+
+
+class NotOpened:
+    """The upstream of a turn that runs approved calls before its first model call."""
+
+    async def recv(self) -> str | bytes | None:
+        raise UpstreamEnded
+
+    def buffered(self) -> bool:
+        return True
+
+    def wake(self) -> None:
+        pass
+
+    async def gather(self, seconds: float) -> None:
+        pass
+
+    async def aclose(self, *, abort: bool = False) -> None:
+        pass
+
+
+class AgentDriver(TurnDriver):
+    """Drives a step-wise turn through the agent loop (see the module)."""
+
+    def __init__(
+        self,
+        upstream: Upstream,
+        turn: Turn,
+        settings: DriverSettings,
+        parts: LoopParts,
+        *,
+        started: float | None = None,
+        counters: Totals | None = None,
+    ) -> None:
+        super().__init__(upstream, turn, settings, started=started, counters=counters)
+        assert turn.steps is not None, "an agent turn is step-wise"
+        self.steps = turn.steps
+        self.parts = parts
+        self.loop = parts.loop
+        self._limit = asyncio.Semaphore(parts.concurrency)
+        #: Running calls by tool call id.
+        self._running: dict[str, asyncio.Task[Any]] = {}
+        self._stopped = asyncio.Event()
+        #: What went out since the assembler last read (the message so far is built from it).
+        self._unread: list[bytes] = []
+        self._approved = None if parts.approved is None else list(parts.approved)
+
+    def stop(self, request: CloseRequest) -> None:
+        super().stop(request)
+        self._stopped.set()
+
+    async def run(self, write: Write) -> None:
+        try:
+            if self._approved is not None:
+                approved, self._approved = self._approved, None
+                await self._run_approved(approved, write)
+            if not self.turn.done:
+                await super().run(write)
+        finally:
+            if self.turn.done:
+                self._cancel_calls()
+
+    # -- dispatch: a completed call starts before its bytes are written ------------------------
+
+    async def _write(self, write: Write, body: bytes) -> None:
+        if self.steps.ready:
+            body += encode_chunks(self.turn.emit(self._dispatch(self.steps.take_ready())))
+        if body:
+            self._unread.append(body)
+        await super()._write(write, body)
+
+    def _dispatch(self, calls: list[ReadyCall]) -> list[Chunk]:
+        out: list[Chunk] = []
+        for call in calls:
+            kind = self.loop.call(call.name)
+            if kind is CallKind.RUN:
+                self._start(call)
+            elif kind is CallKind.APPROVE:
+                approval_id = f"approval-{uuid.uuid4().hex[:16]}"
+                out.append(
+                    {
+                        "type": "tool-approval-request",
+                        "approvalId": approval_id,
+                        "toolCallId": call.call_id,
+                    }
+                )
+            elif kind is CallKind.UNKNOWN:
+                text = f"There is no tool named {call.name!r}."
+                out.append(_error_chunk(call.call_id, text))
+        return out
+
+    def _start(self, call: ReadyCall) -> None:
+        arguments = call.input if isinstance(call.input, dict) else {}
+        self._running[call.call_id] = asyncio.create_task(self._call(call.name, arguments))
+
+    async def _call(self, name: str, arguments: dict[str, Any]) -> Any:
+        async with self._limit:
+            return await self.parts.tools.call(name, arguments)
+
+    # -- between model calls -------------------------------------------------------------------
+
+    async def _next_step(self, write: Write) -> None:
+        if not await self._results(write):
+            return  # stopped: the run loop writes the ending
+        ended = self.steps.ended
+        assert ended is not None
+        ending = self.loop.step_ended(ended)
+        if ending is not None:
+            await self._write(write, encode_chunks(self.turn.close(ending)))
+            return
+        await self._write(write, encode_chunks(self.turn.emit([{"type": "finish-step"}])))
+        await self._open_model(write)
+
+    async def _run_approved(self, calls: list[ReadyCall], write: Write) -> None:
+        """A continuation's answered approvals: the denials and the approved calls' results (in
+        the step the model's answer goes on in), then the first model call."""
+        await self._write(write, encode_chunks(self.turn.emit([{"type": "start-step"}])))
+        for call in calls:
+            self._start(call)
+        if await self._results(write):
+            await self._open_model(write)
+        elif self.stop_request is not None:
+            await self._write(write, encode_chunks(self.turn.close(self.stop_request)))
+
+    async def _open_model(self, write: Write) -> None:
+        """Call the model with the message so far; its stream is the next step."""
+        previous = self.upstream
+        message = self._message()
+        try:
+            upstream = await self.parts.open_step(message)
+        except GatewayError as exc:
+            await self._write(write, self._failed(exc))
+            return
+        except RequestRejected as exc:
+            request = CloseRequest(CloseReason.UPSTREAM_ERROR, exc.client_message)
+            await self._write(write, encode_chunks(self.turn.close(request)))
+            return
+        await previous.aclose()
+        self.upstream = upstream
+        self.steps.next_step(self.parts.translator())
+        self.deadlines.event(self.clock())  # the tools' time is not the model's silence
+
+    async def _results(self, write: Write) -> bool:
+        """Write each running call's result as it arrives; ``False`` when stopped first."""
+        keepalive = self.settings.keepalive_interval
+        timeout = None if keepalive == float("inf") else keepalive
+        while self._running:
+            if self.stop_request is not None:
+                return False
+            stop = asyncio.ensure_future(self._stopped.wait())
+            try:
+                done, _ = await asyncio.wait(
+                    [*self._running.values(), stop],
+                    timeout=timeout,
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+            finally:
+                stop.cancel()
+            chunks = []
+            for call_id, task in list(self._running.items()):
+                if task in done:
+                    del self._running[call_id]
+                    chunks.append(_result_chunk(call_id, task.result()))
+            if chunks:
+                await self._write(write, encode_chunks(self.turn.emit(chunks)))
+            elif not done:
+                await write(KEEPALIVE_FRAME)
+                self.deadlines.wrote(self.clock())
+        return self.stop_request is None
+
+    def _message(self) -> dict[str, Any]:
+        assembler = self.parts.assembler
+        assembler.feed_sse(self._unread)
+        self._unread.clear()
+        message = assembler.message
+        return message if message is not None else {"role": "assistant", "parts": []}
+
+    def _cancel_calls(self) -> None:
+        for task in self._running.values():
+            task.cancel()
+        self._running.clear()
+
+
+def _error_chunk(call_id: str, text: str) -> Chunk:
+    return {"type": "tool-output-error", "toolCallId": call_id, "errorText": text}
+
+
+def _result_chunk(call_id: str, outcome: Any) -> Chunk:
+    if outcome.error is not None:
+        return _error_chunk(call_id, outcome.error)
+    return {"type": "tool-output-available", "toolCallId": call_id, "output": outcome.output}

@@ -1,0 +1,118 @@
+"""The agent loop of a gateway with tools: what is set up once — the model's tools, which calls
+the gateway runs and which wait for approval — and, per turn, the parts its driver needs.
+
+The gateway's tools are offered to the model beside the app's own (the dialect's ``tools``
+setting): the catalog's definitions are added to the dialect's settings, so every provider
+dialect's request builder sends them as it sends the app's. A name on both sides is a
+configuration error (the model could not tell which one it calls). Only model-provider
+dialects get tools: an agent backend runs its own.
+
+Each next model call is built by the dialect from the conversation the client sent, with the
+assistant message so far (assembled from what the client was sent) as its last message — the
+same request a client continuing the message would cause, so the loop needs nothing of a
+dialect beyond what a continuation needs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from chunkbridge.gateway.config import ConfigError
+from chunkbridge.gateway.tools import ToolSources
+from chunkbridge.gateway.transports.base import Upstream
+from chunkbridge.gateway.transports.connectors import Connector
+from chunkbridge.gateway.turn.agent import LoopParts
+from chunkbridge.kit import ApprovalAnswer, ProviderSettings, TurnInput
+from chunkbridge.protocol_specs.chat_request import UIMessage
+from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL
+from chunkbridge.translators.core.agent_loop import AgentLoop, ToolPolicy
+from chunkbridge.translators.core.message_assembly import MessageAssembler
+from chunkbridge.translators.core.steps import ReadyCall
+from chunkbridge.translators.core.turn import EventTranslator
+
+__all__ = ["AgentSetup", "agent_setup"]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSetup:
+    #: The dialect's settings with the gateway's tools among the model's.
+    settings: Any
+    policy: ToolPolicy
+    tools: ToolSources
+    max_steps: int
+    concurrency: int
+
+    @property
+    def names(self) -> frozenset[str]:
+        return frozenset(self.policy.gateway)
+
+    @property
+    def asks(self) -> bool:
+        """Some gateway tool waits for the app's approval."""
+        return any(self.policy.gateway.values())
+
+    def approved_calls(self, answers: Sequence[ApprovalAnswer]) -> list[ReadyCall] | None:
+        """The approved calls of gateway tools a continuation answered, to run first; ``None``
+        when it answered none of them."""
+        ours = [a for a in answers if a.tool_name in self.policy.gateway]
+        if not ours:
+            return None
+        return [ReadyCall(a.tool_call_id, a.tool_name, a.input) for a in ours if a.approved]
+
+    def parts(
+        self,
+        turn_input: TurnInput,
+        connector: Connector,
+        forward: dict[str, str],
+        translator: Callable[[], EventTranslator],
+        assembler: MessageAssembler,
+        approved: list[ReadyCall] | None,
+    ) -> LoopParts:
+        """What the driver of one loop turn needs (see the module for the next requests)."""
+        request = turn_input.request
+        earlier = request.messages[:-1] if request.continued_message() else request.messages
+
+        async def open_step(message: dict[str, Any]) -> Upstream:
+            messages = [*earlier, UIMessage.model_validate(message)]
+            step_request = request.model_copy(update={"messages": messages})
+            step_input = dataclasses.replace(turn_input, request=step_request)
+            return await connector.open(step_input, forward)
+
+        return LoopParts(
+            loop=AgentLoop(self.policy, self.max_steps),
+            tools=self.tools,
+            open_step=open_step,
+            translator=translator,
+            assembler=assembler,
+            approved=approved,
+            concurrency=self.concurrency,
+        )
+
+
+def agent_setup(
+    dialect: str, settings: Any, tools: ToolSources, max_steps: int, concurrency: int
+) -> AgentSetup:
+    """The loop of ``dialect`` with ``settings``, offering ``tools``' catalog. Raises
+    :class:`ConfigError` for a dialect that is no model provider and for clashing names."""
+    if not isinstance(settings, ProviderSettings):
+        raise ConfigError(
+            f"tools: the {dialect} dialect talks to an agent that runs its own tools; the "
+            "gateway runs tools in front of a model provider (anthropic-messages, "
+            "openai-responses, openai-chat, gemini)"
+        )
+    definitions = tools.definitions()
+    clash = sorted(set(definitions) & set(settings.tools))
+    if clash:
+        raise ConfigError(
+            f"tools: {', '.join(clash)} is both a tool of the app ([{dialect}] tools) and of "
+            "a tool server; deny it on the server or rename the app's"
+        )
+    app = {name for name, d in settings.tools.items() if "type" not in d} | {QUESTION_TOOL}
+    policy = ToolPolicy(
+        {name: entry.needs_approval for name, entry in tools.catalog.items()}, frozenset(app)
+    )
+    merged = settings.model_copy(update={"tools": {**settings.tools, **definitions}})
+    return AgentSetup(merged, policy, tools, max_steps, concurrency)

@@ -1,0 +1,141 @@
+"""Several model calls as one answer: the translator side of the agent loop, sans-I/O.
+
+A loop turn (:mod:`chunkbridge.translators.core.agent_loop`) calls the model once per step, and
+each call is a whole provider stream that opens and ends an answer of its own. The client must
+see one message: :class:`StepJoin` sits between the dialect's translator and the stream guard of
+one :class:`~chunkbridge.translators.core.turn.Turn` (``TurnOptions.steps``) and, for each
+step's translator in turn (:meth:`StepJoin.next_step`):
+
+* keeps the answer's end back — the completing
+  :class:`~chunkbridge.translators.core.closing.CloseRequest` in :attr:`StepJoin.ended`, and the
+  ``finish-step`` before it — for the loop to decide: the step's tool results come first, then
+  ``finish-step`` and either the next step or the ``finish`` (a ``finish-step`` that more of
+  the answer follows is let through then);
+* drops a ``start`` once the message started (a later step's, or the first model call's after
+  the results of approved calls) and a ``start-step`` while a step is already open;
+* collects the tool calls whose input is complete (:attr:`StepJoin.ready`), so the shell runs
+  them as soon as the model wrote them, not at the end of the step;
+* marks the calls of gateway tools ``dynamic`` (tools of the runtime, not of the app: the AI SDK
+  shows MCP tools as ``dynamic-tool`` parts).
+
+Errors and truncations are not held: they end the turn as in any other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from chunkbridge.translators.core.closing import CloseReason, CloseRequest, DeferredClose
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from chunkbridge.translators.core.guard import StreamGuard
+    from chunkbridge.translators.core.turn import EventTranslator, Item
+
+__all__ = ["ReadyCall", "StepJoin"]
+
+_TOOL_INPUT = frozenset({"tool-input-start", "tool-input-available", "tool-input-error"})
+
+
+@dataclass(frozen=True, slots=True)
+class ReadyCall:
+    """A tool call the model completed in this step."""
+
+    call_id: str
+    name: str
+    input: Any
+
+
+class StepJoin:
+    """The :class:`EventTranslator` of a step-wise turn (see the module)."""
+
+    TERMINAL_FRAMES: ClassVar[frozenset[str]] = frozenset()
+
+    def __init__(
+        self, translator: EventTranslator, gateway_tools: frozenset[str], guard: StreamGuard
+    ) -> None:
+        self.inner = translator
+        self.TERMINAL_FRAMES = translator.TERMINAL_FRAMES  # type: ignore[misc]
+        self.gateway_tools = gateway_tools
+        self.guard = guard
+        #: The current step's completed ending, held back (``None`` while the model streams).
+        self.ended: CloseRequest | None = None
+        #: Tool calls completed since the shell last took them.
+        self.ready: list[ReadyCall] = []
+        #: The translator ended a step: held until the answer's end (or more of it) shows.
+        self._step_end = False
+
+    # -- the shell's side ----------------------------------------------------------------------
+
+    def next_step(self, translator: EventTranslator) -> None:
+        """The next model call's stream comes, read by ``translator``."""
+        self.inner = translator
+        self.ended = None
+        self._step_end = False
+
+    def take_ready(self) -> list[ReadyCall]:
+        ready, self.ready = self.ready, []
+        return ready
+
+    # -- EventTranslator -----------------------------------------------------------------------
+
+    @property
+    def stats(self) -> Mapping[str, int]:
+        return self.inner.stats
+
+    @property
+    def text_id(self) -> str | None:
+        return self.inner.text_id
+
+    def fast_text_delta(self, event: dict[str, Any]) -> str | None:
+        return self.inner.fast_text_delta(event)
+
+    def feed(self, event: Any) -> Sequence[Item]:
+        return self._join(self.inner.feed(event))
+
+    def end_of_stream(self, terminal: bool) -> Sequence[Item]:
+        if self.ended is not None:
+            return []
+        return self._join(self.inner.end_of_stream(terminal))
+
+    def malformed(self, why: str, raw: Any) -> Sequence[Item]:
+        return self._join(self.inner.malformed(why, raw))
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _join(self, items: Sequence[Item]) -> Sequence[Item]:
+        if len(items) == 1 and type(items[0]) is dict and not self._step_end:
+            kind = items[0].get("type")
+            if kind == "text-delta" or kind == "reasoning-delta" or kind == "tool-input-delta":
+                return items  # the common case: nothing to look at
+        out: list[Item] = []
+        for item in items:
+            if isinstance(item, CloseRequest):
+                if item.reason is CloseReason.COMPLETED:
+                    self.ended = item
+                    self._step_end = False  # the step ends when the loop says
+                    continue
+            elif isinstance(item, DeferredClose):
+                continue  # a provider's stream ends by itself; the loop decides what follows
+            else:
+                kind = item.get("type")
+                if kind == "finish-step":
+                    self._step_end = True  # held: the answer may end here (or go on)
+                    continue
+                if kind == "start" and self.guard.started:
+                    continue
+                if kind == "start-step" and self.guard.in_step and not self._step_end:
+                    continue
+                if kind in _TOOL_INPUT and item.get("toolName") in self.gateway_tools:
+                    item = {**item, "dynamic": True}
+                if kind == "tool-input-available" and not item.get("providerExecuted"):
+                    call = ReadyCall(item["toolCallId"], item["toolName"], item["input"])
+                    self.ready.append(call)
+            if self._step_end:  # the answer went on after a step of its own
+                self._step_end = False
+                out.append({"type": "finish-step"})
+            out.append(item)
+        return out

@@ -6,12 +6,15 @@ asked); the tools are a real MCP server (:mod:`tests.mcp.tools_server`) over std
 
 from __future__ import annotations
 
+import asyncio
 import sys
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import orjson
 import pytest
 from starlette.requests import Request
@@ -21,6 +24,7 @@ from chunkbridge.translators.core.agent_loop import AgentLoop, CallKind, LoopEnd
 from chunkbridge.translators.core.closing import CloseReason, CloseRequest
 from tests.agent_responses import PROVIDER_DIALECTS, TWO_STEPS, answer
 from tests.gateway_harness import http_upstream, post, running_gateway, sse_response, user_body
+from tests.test_tool_sources import wait_for
 
 SERVER = str(Path(__file__).resolve().parent / "mcp" / "tools_server.py")
 TOOLS = {"math": {"command": sys.executable, "args": [SERVER]}}
@@ -166,3 +170,111 @@ async def test_two_tools_in_two_steps_make_one_message(dialect: str, real_client
     assert b"multiply" in asked[2] and b"20" in asked[2]
     offered = orjson.dumps(model.requests[0])
     assert b"multiply" in offered and b"delete_branch" in offered
+
+
+def math_tools(tmp_path: Path, **more: Any) -> dict[str, Any]:
+    env = {"CALL_LOG": str(tmp_path / "calls"), "CANCEL_MARK": str(tmp_path / "cancelled")}
+    return {"math": {**TOOLS["math"], "env": env, **more}}
+
+
+ARCHIVE: list[tuple[str, list[Any]]] = [
+    ("Archiving it.", [("call_arch", "archive", {"name": "q3"})]),
+    ("Done.", []),
+]
+
+
+@pytest.mark.parametrize("approved", [True, False])
+@pytest.mark.parametrize("major", [5, 6, 7])
+async def test_a_destructive_tool_waits_for_approval_and_runs_once(
+    major: int, approved: bool, tmp_path: Path, real_clients: Any
+) -> None:
+    model = Model(steps_script("anthropic-messages", ARCHIVE))
+    tools = math_tools(tmp_path)
+    async with http_upstream("/{path:path}", model.handle) as upstream:
+        async with running_gateway(
+            dialect="anthropic-messages", upstream=upstream, tools=tools, target=major
+        ) as (base, _):
+            api = f"{base}/api/sessions/s-{major}/chat"
+            answers = [{"kind": "approval", "approved": approved, "reason": "not now"}]
+            result = await real_clients.chat_loop(api, major, "archive q3", answers)
+            last = result["requests"][-1]
+            again = await post(base, f"s-{major}", last)  # the same answer once more
+    calls = (tmp_path / "calls").read_text().split() if (tmp_path / "calls").exists() else []
+    assert result["error"] is None and result["status"] == "ready", result
+    assert calls == (["q3"] if approved else [])  # approved: exactly once; denied: never
+    assert again.status_code == 409
+    message = result["messages"][-1]
+    tool = next(p for p in message["parts"] if p.get("toolName") == "archive")
+    texts = [p["text"] for p in message["parts"] if p["type"] == "text"]
+    assert texts == ["Archiving it.", "Done."]
+    if approved:
+        assert tool["state"] == "output-available"
+        assert tool["output"] == {"result": "archived q3"}
+    elif major == 5:  # no denials on ai 5: an error output says it
+        assert tool["state"] == "output-error"
+    else:
+        assert tool["state"] == "output-denied"
+    # the model heard of the call and of its result (or denial) before it answered
+    assert len(model.requests) == 2
+    heard = orjson.dumps(model.requests[1]["messages"])
+    assert (b"archived q3" in heard) is approved
+    assert b"tool_result" in heard and b"call_arch" in heard
+
+
+SLOW: list[tuple[str, list[Any]]] = [
+    ("Waiting.", [("call_slow", "slow", {"seconds": 30}), ("call_add", "add", {"a": 1, "b": 2})]),
+    ("Never asked.", []),
+]
+
+
+async def read_until(pieces: AsyncIterator[bytes], marker: bytes, seconds: float = 10) -> bytes:
+    body = b""
+    async with asyncio.timeout(seconds):
+        async for piece in pieces:
+            body += piece
+            if marker in body:
+                return body
+    raise AssertionError(f"{marker!r} never came: {body!r}")
+
+
+@pytest.mark.parametrize("how", ["stop", "disconnect"])
+async def test_stop_during_a_slow_tool_cancels_it_on_the_server(
+    how: str, tmp_path: Path, real_clients: Any
+) -> None:
+    model = Model(steps_script("anthropic-messages", SLOW))
+    tools = math_tools(tmp_path, tool_approval={"slow": "never"})
+    mark = tmp_path / "cancelled"
+    async with http_upstream("/{path:path}", model.handle) as upstream:
+        async with running_gateway(
+            dialect="anthropic-messages",
+            upstream=upstream,
+            tools=tools,
+            resume="memory" if how == "stop" else "off",  # resumable: a disconnect detaches
+        ) as (base, _):
+            url = f"{base}/api/sessions/s1/chat"
+            async with httpx.AsyncClient(timeout=20, trust_env=False) as client:
+                async with client.stream("POST", url, json=user_body("wait", id="c1")) as response:
+                    pieces = response.aiter_bytes()
+                    body = await read_until(pieces, b'"output":{"result":3}')
+                    stopped_at = time.monotonic()
+                    if how == "stop":
+                        stop = await client.post(f"{base}/api/sessions/s1/chat/c1/stop")
+                        assert stop.status_code == 202
+                        async for piece in pieces:
+                            body += piece
+                if how == "disconnect":
+                    stopped_at = time.monotonic()
+                seen = await wait_for(mark, 3)
+    assert seen is not None, "the MCP server never saw the cancellation"
+    assert seen - stopped_at < 1.0
+    assert len(model.requests) == 1  # the model is not called after a stop
+    if how == "stop":
+        verdicts = real_clients.check(body)
+        for major, verdict in verdicts.items():
+            assert verdict.ok, (major, verdict.fatal, body)
+            tools_seen = {
+                p["toolName"]: p for p in verdict.message["parts"] if p["type"] == "dynamic-tool"
+            }
+            assert tools_seen["add"]["state"] == "output-available"
+            assert tools_seen["slow"]["state"] == "output-error"  # interrupted, not the app's
+        assert verdicts[7].finish_reason == "other"  # "interrupted" is 7-only (target 5 here)

@@ -111,6 +111,10 @@ class AgentDriver(TurnDriver):
         super().stop(request)
         self._stopped.set()
 
+    async def aclose(self, *, abort: bool = False) -> None:
+        self._cancel_calls()  # the client went away: the servers stop their work too
+        await super().aclose(abort=abort)
+
     async def run(self, write: Write) -> None:
         try:
             if self._approved is not None:

@@ -144,6 +144,10 @@ class TurnDriver:
         self.stop_request = request
         self.upstream.wake()
 
+    async def aclose(self, *, abort: bool = False) -> None:
+        """Release what the turn holds upstream (with ``abort``: tell it to stop first)."""
+        await self.upstream.aclose(abort=abort)
+
     async def run(self, write: Write) -> None:
         """Until the turn is done. May be called again after a cancellation (a detached turn
         goes on with another writer)."""

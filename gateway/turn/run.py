@@ -223,7 +223,7 @@ class TurnRun:
             driver.turn.close(_ABORTED)
             driver.abandoned = True
         try:
-            await driver.upstream.aclose(abort=self._must_abort)
+            await driver.aclose(abort=self._must_abort)
         finally:
             await self._free()
             self._ended()
@@ -235,7 +235,7 @@ class TurnRun:
             if self.chunk_log is not None:
                 self.chunk_log.append(DONE_FRAME)
         finally:
-            await driver.upstream.aclose(abort=driver.abandoned)
+            await driver.aclose(abort=driver.abandoned)
             await self._free()
             self._ended()
 

@@ -1,6 +1,7 @@
 """A real MCP server (the ``mcp`` package's ``MCPServer``) for the tool tests: run as a script
 it speaks stdio; :func:`build` gives it for Streamable HTTP. ``slow`` notes its cancellation in
-the file named by ``$CANCEL_MARK`` (or the path given to :func:`build`)."""
+the file named by ``$CANCEL_MARK`` (or the path given to :func:`build`), ``archive`` each run
+in ``$CALL_LOG``."""
 
 from __future__ import annotations
 
@@ -44,6 +45,15 @@ def build(mark: str | None = None, name: str = "probe") -> MCPServer:
     def env_of(variable: str) -> str:
         """A variable of this server's environment."""
         return os.environ.get(variable, "<unset>")
+
+    @server.tool()
+    def archive(name: str) -> str:
+        """Archive a report (destructive: asks first); notes each run in ``$CALL_LOG``."""
+        log = os.environ.get("CALL_LOG")
+        if log:
+            with open(log, "a") as file:
+                file.write(name + "\n")
+        return f"archived {name}"
 
     @server.tool()
     def delete_branch(branch: str) -> str:

@@ -26,12 +26,14 @@ def cmd_mock_upstream(args: argparse.Namespace) -> int:
         from chunkbridge.gateway.server import run_app
 
         base = f"http://{args.host}:{args.port}"
+        order = ", one after the other" if args.sequence else ""
         print(
             f"mock upstream: {base}/sessions/{{session_id}}/… (any POST) serving "
-            f"{len(files)} recording(s) as server-sent events, timing {args.timing}",
+            f"{len(files)} recording(s){order} as server-sent events, timing {args.timing}",
             flush=True,
         )
-        run_app(recording_http_app(files, args.timing), args.host, args.port, "warning")
+        app = recording_http_app(files, args.timing, args.sequence)
+        run_app(app, args.host, args.port, "warning")
         return 0
 
     async def run() -> None:
@@ -94,6 +96,12 @@ def register(sub: SubParsers) -> None:
         choices=["websocket", "http"],
         default="websocket",
         help="websocket (default) for WebSocket dialects, http for HTTP dialects (SSE answers)",
+    )
+    mock.add_argument(
+        "--sequence",
+        action="store_true",
+        help="http: each request gets the next file in order (a model's answers to the calls "
+        "of an agent loop: step 1 calls tools, step 2 answers)",
     )
     mock.set_defaults(func=cmd_mock_upstream)
 

@@ -12,7 +12,8 @@
   with several, the session id picks the file by its stem. ``timing="recorded"`` replays the
   pauses stored by ``chunkbridge record``, ``"fast"`` sends as fast as the socket takes them.
 * :func:`recording_http_app` serves the same recordings to HTTP dialects: any ``POST`` answers
-  with the lines as server-sent events (``/sessions/<id>/…`` picks the file by session id).
+  with the lines as server-sent events (``/sessions/<id>/…`` picks the file by session id; with
+  ``sequence``, each request gets the next file: a model called step after step).
 
 Each listens on the given host (127.0.0.1 by default) and records the frames it receives, so
 tests can assert that an abort arrived.
@@ -182,16 +183,24 @@ class DemoHttpUpstream:
 class _Recordings:
     """Recordings by session id (one file: every session gets it)."""
 
-    def __init__(self, files: list[Path], timing: str) -> None:
+    def __init__(self, files: list[Path], timing: str, sequence: bool = False) -> None:
         if not files:
             raise ValueError("at least one recording is needed")
         self.files = {f.stem: f for f in files}
         self.default = files[0] if len(files) == 1 else None
         self.timing = timing
+        #: ``sequence``: the n-th turn gets the n-th file (then the first again): a model's
+        #: answers to the successive calls of an agent loop.
+        self.order = list(files) if sequence else None
+        self.served = 0
 
     def steps(self, session: str) -> list[tuple[float, str]] | None:
         """(pause before it, frame) for each frame of the session's recording."""
-        path = self.default or self.files.get(session)
+        if self.order is not None:
+            path: Path | None = self.order[self.served % len(self.order)]
+            self.served += 1
+        else:
+            path = self.default or self.files.get(session)
         if path is None:
             return None
         frames = read_frames(path)
@@ -222,9 +231,12 @@ class RecordingUpstream(_Base):
             await self.send(ws, session, frame)
 
 
-def recording_http_app(files: list[Path], timing: str = "fast") -> Starlette:
-    """The recordings as an HTTP upstream: every ``POST`` streams one as server-sent events."""
-    recordings = _Recordings(files, timing)
+def recording_http_app(
+    files: list[Path], timing: str = "fast", sequence: bool = False
+) -> Starlette:
+    """The recordings as an HTTP upstream: every ``POST`` streams one as server-sent events
+    (``sequence``: the next one in order, whatever the path)."""
+    recordings = _Recordings(files, timing, sequence)
 
     async def stream(request: Request) -> Response:
         match = SESSION_PATH.match(request.url.path)

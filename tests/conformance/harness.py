@@ -20,7 +20,7 @@ HERE = Path(__file__).resolve().parent
 CHECK_SCRIPT = HERE / "check.mjs"
 PROVIDER_SCRIPT = HERE / "provider_diff.mjs"
 #: The AI SDK's own provider packages, for the differential tests of the provider dialects.
-PROVIDER_PACKAGES = ("anthropic", "openai", "google")
+PROVIDER_PACKAGES = ("anthropic", "openai", "google", "mcp")
 MAJORS = (5, 6, 7)
 
 

@@ -278,3 +278,38 @@ async def test_stop_during_a_slow_tool_cancels_it_on_the_server(
             assert tools_seen["add"]["state"] == "output-available"
             assert tools_seen["slow"]["state"] == "output-error"  # interrupted, not the app's
         assert verdicts[7].finish_reason == "other"  # "interrupted" is 7-only (target 5 here)
+
+
+MIXED: list[tuple[str, list[Any]]] = [
+    ("", [("call_add", "add", {"a": 1, "b": 1}), ("call_pick", "pick_color", {})]),
+    ("Two, in blue.", []),
+]
+
+
+async def test_a_tool_the_app_runs_ends_the_turn_and_the_continuation_resumes_the_loop(
+    real_clients: Any,
+) -> None:
+    model = Model(steps_script("openai-chat", MIXED))
+    app_tool = {"pick_color": {"description": "The user picks a color.", "input_schema": {}}}
+    settings = {"openai-chat": {"tools": app_tool}}
+    async with agent_gateway(model, "openai-chat", target=7, dialect_settings=settings) as base:
+        first = await post(base, "s1", user_body("count in color", id="c1"))
+        verdict = real_clients.check(first.content, (7,))[7]
+        assert verdict.ok and verdict.finish_reason == "tool-calls", verdict.fatal
+        message = verdict.message
+        assert message["metadata"]["agentLoop"]["ending"] == "app-tools"
+        states = {p["type"]: p["state"] for p in message["parts"] if "toolCallId" in p}
+        assert states == {"dynamic-tool": "output-available", "tool-pick_color": "input-available"}
+        assert len(model.requests) == 1  # the gateway's call ran; the app's waits
+        for part in message["parts"]:
+            if part["type"] == "tool-pick_color":
+                part.update(state="output-available", output="blue")
+        user = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "count in color"}]}
+        body = {"id": "c1", "messages": [user, message], "trigger": "submit-message"}
+        second = await post(base, "s1", body)
+    verdict = real_clients.check(second.content, (7,), message)[7]
+    assert verdict.ok and verdict.finish_reason == "stop", verdict.fatal
+    texts = [p["text"] for p in verdict.message["parts"] if p["type"] == "text"]
+    assert texts == ["Two, in blue."]
+    asked = orjson.dumps(model.requests[1]["messages"])
+    assert b'"content":"blue"' in asked and b'{\\"result\\":2}' in asked

@@ -30,6 +30,7 @@ __all__ = [
     "ProviderSettings",
     "apply_overrides",
     "content_pieces",
+    "finish_body",
     "output_text",
     "parse_data_url",
     "provider_error",
@@ -79,6 +80,17 @@ def apply_overrides(body: dict[str, Any], turn: TurnInput, allowed: list[str]) -
         if name in extra and name not in ("stream", "messages", "contents", "input"):
             body[name] = extra[name]
     return body
+
+
+def finish_body(
+    body: dict[str, Any], tools: list[Any], turn: TurnInput, settings: ProviderSettings
+) -> dict[str, Any]:
+    """``body`` with the ``tools`` (when there are any), the configured ``options`` over it, and
+    the fields the client's request may set (``body_overrides``) over those."""
+    if tools:
+        body["tools"] = tools
+    body.update(settings.options)
+    return apply_overrides(body, turn, settings.body_overrides)
 
 
 def system_prompt(settings: ProviderSettings, messages: list[UIMessage]) -> str:

@@ -13,7 +13,7 @@ from chunkbridge.kit import (
     RequestRejected,
     TurnInput,
     add_turn,
-    apply_overrides,
+    finish_body,
     is_answered,
     output_text,
     parse_data_url,
@@ -65,11 +65,7 @@ def request_body(turn: TurnInput) -> dict[str, Any]:
     if system:
         body["system"] = system
     body["messages"] = converted
-    tools = _tools(settings)
-    if tools:
-        body["tools"] = tools
-    body.update(settings.options)
-    return apply_overrides(body, turn, settings.body_overrides)
+    return finish_body(body, _tools(settings), turn, settings)
 
 
 def http_request(turn: TurnInput) -> HttpRequest:

@@ -11,7 +11,7 @@ from chunkbridge.kit import (
     HttpRequest,
     ProviderSettings,
     TurnInput,
-    apply_overrides,
+    finish_body,
     output_text,
     steps_of,
 )
@@ -60,11 +60,7 @@ def request_body(turn: TurnInput) -> dict[str, Any]:
     }
     if settings.max_output_tokens is not None:
         body["max_completion_tokens"] = settings.max_output_tokens
-    tools = _tools(settings)
-    if tools:
-        body["tools"] = tools
-    body.update(settings.options)
-    return apply_overrides(body, turn, settings.body_overrides)
+    return finish_body(body, _tools(settings), turn, settings)
 
 
 def http_request(turn: TurnInput) -> HttpRequest:

@@ -14,7 +14,7 @@ from chunkbridge.kit import (
     ProviderSettings,
     RequestRejected,
     TurnInput,
-    apply_overrides,
+    finish_body,
     is_answered,
     output_text,
     provider_error,
@@ -70,11 +70,7 @@ def request_body(turn: TurnInput) -> dict[str, Any]:
     body["input"] = items
     if settings.max_output_tokens:
         body["max_output_tokens"] = settings.max_output_tokens
-    tools = _tools(settings)
-    if tools:
-        body["tools"] = tools
-    body.update(settings.options)
-    return apply_overrides(body, turn, settings.body_overrides)
+    return finish_body(body, _tools(settings), turn, settings)
 
 
 def http_request(turn: TurnInput) -> HttpRequest:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chunkbridge.gateway.config import ConfigError
+from chunkbridge.gateway.tool_settings import ToolMode
 from chunkbridge.gateway.tools import ToolSources
 from chunkbridge.gateway.transports.base import Upstream
 from chunkbridge.gateway.transports.connectors import Connector
@@ -102,6 +103,11 @@ def agent_setup(
             f"tools: the {dialect} dialect talks to an agent that runs its own tools; the "
             "gateway runs tools in front of a model provider (anthropic-messages, "
             "openai-responses, openai-chat, gemini)"
+        )
+    meta = sorted(name for name, server in tools.settings.items() if server.mode is ToolMode.META)
+    if meta:  # said, not ignored: a model offered N tools where 4 were meant costs its context
+        raise ConfigError(
+            f"tools: mode = meta ({', '.join(meta)}) is not available yet; use direct"
         )
     definitions = tools.definitions()
     clash = sorted(set(definitions) & set(settings.tools))

@@ -15,10 +15,15 @@ from typing import Any
 
 from chunkbridge.gateway.logging import get_logger
 from chunkbridge.gateway.tool_settings import ToolServerSettings
-from chunkbridge.gateway.tools.catalog import CatalogTool, ToolOutcome, build_catalog
+from chunkbridge.gateway.tools.catalog import (
+    CatalogTool,
+    ToolOutcome,
+    build_catalog,
+    unknown_tool,
+)
 from chunkbridge.gateway.tools.mcp_source import McpToolSource, ToolSourceUnavailable
 
-__all__ = ["CatalogTool", "ToolOutcome", "ToolSourceUnavailable", "ToolSources"]
+__all__ = ["CatalogTool", "ToolOutcome", "ToolSourceUnavailable", "ToolSources", "unknown_tool"]
 
 
 class ToolSources:
@@ -47,7 +52,7 @@ class ToolSources:
         """Run the catalog's tool ``name``."""
         entry = self.catalog.get(name)
         if entry is None:
-            return ToolOutcome(error=f"there is no tool named {name!r}")
+            return unknown_tool(name)
         started = time.monotonic()
         outcome = await self.sources[entry.server].call(entry.tool.name, arguments)
         self.log.info(

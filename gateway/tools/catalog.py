@@ -18,7 +18,15 @@ from typing import Any
 
 from chunkbridge.gateway.tool_settings import ApprovalPolicy, ToolServerSettings
 
-__all__ = ["CatalogTool", "RemoteTool", "ToolOutcome", "build_catalog", "capped", "picked"]
+__all__ = [
+    "CatalogTool",
+    "RemoteTool",
+    "ToolOutcome",
+    "build_catalog",
+    "capped",
+    "picked",
+    "unknown_tool",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +56,11 @@ class ToolOutcome:
 
     output: Any = None
     error: str | None = None
+
+
+def unknown_tool(name: str) -> ToolOutcome:
+    """The result of a call of a tool the catalog does not hold (a name the model invented)."""
+    return ToolOutcome(error=f"there is no tool named {name!r}")
 
 
 def picked(name: str, settings: ToolServerSettings) -> bool:

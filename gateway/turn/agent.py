@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from chunkbridge.gateway.errors import GatewayError
+from chunkbridge.gateway.tools import unknown_tool
 from chunkbridge.gateway.transports.base import Upstream, UpstreamEnded
 from chunkbridge.gateway.turn.driver import DriverSettings, Totals, TurnDriver, Write
 from chunkbridge.kit import RequestRejected
@@ -150,9 +151,8 @@ class AgentDriver(TurnDriver):
                         "toolCallId": call.call_id,
                     }
                 )
-            elif kind is CallKind.UNKNOWN:
-                text = f"There is no tool named {call.name!r}."
-                out.append(_error_chunk(call.call_id, text))
+            elif kind is CallKind.UNKNOWN:  # never run: the model reads why
+                out.append(_result_chunk(call.call_id, unknown_tool(call.name)))
         return out
 
     def _start(self, call: ReadyCall) -> None:
@@ -247,11 +247,7 @@ class AgentDriver(TurnDriver):
         self._running.clear()
 
 
-def _error_chunk(call_id: str, text: str) -> Chunk:
-    return {"type": "tool-output-error", "toolCallId": call_id, "errorText": text}
-
-
 def _result_chunk(call_id: str, outcome: Any) -> Chunk:
     if outcome.error is not None:
-        return _error_chunk(call_id, outcome.error)
+        return {"type": "tool-output-error", "toolCallId": call_id, "errorText": outcome.error}
     return {"type": "tool-output-available", "toolCallId": call_id, "output": outcome.output}

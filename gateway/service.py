@@ -214,7 +214,8 @@ class Gateway:
                 )
             if not chat_request.id:
                 transcripts = None  # nothing to file it under
-            wanted = resume is not None or transcripts is not None
+            # the message a continuation continues: resumed, stored, or built on by the loop
+            wanted = resume is not None or transcripts is not None or agent is not None
             if wanted and continued is None and (copy := chat_request.continued_message()):
                 continued = copy.model_dump(mode="json", exclude_unset=True)  # the client's
             turn_input = TurnInput(
@@ -288,8 +289,6 @@ class Gateway:
                 upstream, turn, self.driver_settings, started=started, counters=metrics
             )
         else:
-            if continued is None and (copy := chat_request.continued_message()):
-                continued = copy.model_dump(mode="json", exclude_unset=True)
             parts = agent.parts(
                 turn_input,
                 self.connector,

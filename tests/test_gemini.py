@@ -262,3 +262,26 @@ async def test_a_refused_request_ends_with_googles_message() -> None:
         response = await post(gw, "s")
     chunks = decode_sse(response.content)
     assert of_type(chunks, "error")[0]["errorText"] == "RESOURCE_EXHAUSTED: Resource exhausted"
+
+
+def test_a_tool_schema_becomes_the_openapi_subset_gemini_takes() -> None:
+    from chunkbridge.translators.dialects.gemini.request import openapi_schema
+
+    schema = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "const": {"const": "x"},  # a property may be named like a keyword
+            "note": {"type": ["string", "null"], "title": "Note"},
+        },
+        "required": ["const"],
+    }
+    assert openapi_schema(schema) == {
+        "type": "object",
+        "properties": {
+            "const": {"enum": ["x"]},
+            "note": {"type": "string", "nullable": True, "title": "Note"},
+        },
+        "required": ["const"],
+    }

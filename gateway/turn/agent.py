@@ -183,10 +183,8 @@ class AgentDriver(TurnDriver):
         await self._write(write, encode_chunks(self.turn.emit([{"type": "start-step"}])))
         for call in calls:
             self._start(call)
-        if await self._results(write):
+        if await self._results(write):  # stopped: the run loop writes the ending
             await self._open_model(write)
-        elif self.stop_request is not None:
-            await self._write(write, encode_chunks(self.turn.close(self.stop_request)))
 
     async def _open_model(self, write: Write) -> None:
         """Call the model with the message so far; its stream is the next step."""

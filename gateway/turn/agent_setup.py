@@ -45,15 +45,10 @@ class AgentSetup:
     tools: ToolSources
     max_steps: int
     concurrency: int
-
-    @property
-    def names(self) -> frozenset[str]:
-        return frozenset(self.policy.gateway)
-
-    @property
-    def asks(self) -> bool:
-        """Some gateway tool waits for the app's approval."""
-        return any(self.policy.gateway.values())
+    #: The gateway's tool names (every loop turn's ``TurnOptions.steps``).
+    names: frozenset[str]
+    #: Some gateway tool waits for the app's approval.
+    asks: bool
 
     def approved_calls(self, answers: Sequence[ApprovalAnswer]) -> list[ReadyCall] | None:
         """The approved calls of gateway tools a continuation answered, to run first; ``None``
@@ -121,4 +116,13 @@ def agent_setup(
         {name: entry.needs_approval for name, entry in tools.catalog.items()}, frozenset(app)
     )
     merged = settings.model_copy(update={"tools": {**settings.tools, **definitions}})
-    return AgentSetup(merged, policy, tools, max_steps, concurrency)
+    gateway = policy.gateway
+    return AgentSetup(
+        merged,
+        policy,
+        tools,
+        max_steps,
+        concurrency,
+        names=frozenset(gateway),
+        asks=any(gateway.values()),
+    )

@@ -46,7 +46,14 @@ def openapi_schema(schema: Any) -> Any:
         return [openapi_schema(item) for item in schema]
     if not isinstance(schema, dict):
         return schema
-    out = {k: openapi_schema(v) for k, v in schema.items() if k not in _NOT_OPENAPI}
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _NOT_OPENAPI:
+            continue
+        if key == "properties" and isinstance(value, dict):  # names, not keywords
+            out[key] = {name: openapi_schema(field) for name, field in value.items()}
+        else:
+            out[key] = openapi_schema(value)
     if "const" in schema:
         out["enum"] = [schema["const"]]
     kind = schema.get("type")
@@ -55,8 +62,6 @@ def openapi_schema(schema: Any) -> Any:
         out["type"] = kinds[0] if len(kinds) == 1 else kinds
         if "null" in kind:
             out["nullable"] = True
-    if isinstance(schema.get("properties"), dict):
-        out["properties"] = {k: openapi_schema(v) for k, v in schema["properties"].items()}
     return out
 
 

@@ -325,3 +325,36 @@ def test_a_server_in_meta_mode_is_refused_at_start_up_not_ignored() -> None:
     tools = ToolSources({"big": ToolServerSettings(command="x", mode="meta")})
     with pytest.raises(ConfigError, match="meta"):
         agent_setup("anthropic-messages", AnthropicSettings(), tools, 10, 8)
+
+
+@pytest.mark.parametrize("failure", ["truncated", "refused"])
+async def test_a_model_call_failing_mid_loop_ends_the_message_validly(
+    failure: str, real_clients: Any
+) -> None:
+    """Step 1 ran a tool; the second model call is cut off (or refused): the message ends with
+    the step's results kept and an error every client accepts."""
+
+    def script(n: int, body: dict[str, Any]) -> list[str]:
+        frames = answer("anthropic-messages", *TWO_STEPS[n - 1], n=n)
+        return frames if n == 1 else frames[:4]  # the second: its start and some text only
+
+    model = Model(script)
+    if failure == "refused":
+        plain = model.handle
+
+        async def handle(request: Request) -> Response:
+            if model.requests:
+                model.requests.append({})
+                return Response(b'{"type":"error","error":{"message":"overloaded"}}', 400)
+            return await plain(request)
+
+        model.handle = handle  # type: ignore[method-assign]
+    async with agent_gateway(model, "anthropic-messages") as base:
+        response = await post(base, "s1", user_body("(2 + 3) × 4?", id="c1"))
+    assert len(model.requests) == 2
+    assert b'"finishReason":"error"' in response.content
+    for major, verdict in real_clients.check(response.content).items():
+        assert verdict.ok, (major, verdict.fatal)
+        assert verdict.error_text  # the client stops reading at the error chunk
+        tools = [p for p in verdict.message["parts"] if p["type"] == "dynamic-tool"]
+        assert [(t["toolName"], t["state"]) for t in tools] == [("add", "output-available")]

@@ -111,9 +111,11 @@ def steps_script(dialect: str, steps: list[tuple[str, list[Any]]]) -> Script:
 
 
 @asynccontextmanager
-async def agent_gateway(model: Model, dialect: str, **settings: Any) -> AsyncIterator[str]:
+async def agent_gateway(
+    model: Model, dialect: str, tools: dict[str, Any] = TOOLS, **settings: Any
+) -> AsyncIterator[str]:
     async with http_upstream("/{path:path}", model.handle) as upstream:
-        async with running_gateway(dialect=dialect, upstream=upstream, tools=TOOLS, **settings) as (
+        async with running_gateway(dialect=dialect, upstream=upstream, tools=tools, **settings) as (
             base,
             _,
         ):
@@ -313,18 +315,6 @@ async def test_a_tool_the_app_runs_ends_the_turn_and_the_continuation_resumes_th
     assert texts == ["Two, in blue."]
     asked = orjson.dumps(model.requests[1]["messages"])
     assert b'"content":"blue"' in asked and b'{\\"result\\":2}' in asked
-
-
-def test_a_server_in_meta_mode_is_refused_at_start_up_not_ignored() -> None:
-    from chunkbridge.gateway.config import ConfigError
-    from chunkbridge.gateway.tool_settings import ToolServerSettings
-    from chunkbridge.gateway.tools import ToolSources
-    from chunkbridge.gateway.turn.agent_setup import agent_setup
-    from chunkbridge.translators.dialects.anthropic_messages import AnthropicSettings
-
-    tools = ToolSources({"big": ToolServerSettings(command="x", mode="meta")})
-    with pytest.raises(ConfigError, match="meta"):
-        agent_setup("anthropic-messages", AnthropicSettings(), tools, 10, 8)
 
 
 @pytest.mark.parametrize("failure", ["truncated", "refused"])

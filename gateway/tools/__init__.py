@@ -1,6 +1,8 @@
 """Tools the gateway runs itself: the configured MCP servers (``[tools.<server>]``), one source
 each (:mod:`~chunkbridge.gateway.tools.mcp_source`), and the catalog the model is offered
-(:mod:`~chunkbridge.gateway.tools.catalog`: names, allow/deny, approvals, output caps).
+(:mod:`~chunkbridge.gateway.tools.catalog`: names, allow/deny, approvals, output caps) — each
+tool as a definition of its own, or for servers in meta mode the four meta-tools
+(:mod:`~chunkbridge.gateway.tools.meta`) that list, search, describe and call them.
 
 :class:`ToolSources` connects every server at start-up (a server that cannot be reached fails
 the start-up with its name and reason) and runs a call by the name the model used: a name the
@@ -22,6 +24,8 @@ from chunkbridge.gateway.tools.catalog import (
     unknown_tool,
 )
 from chunkbridge.gateway.tools.mcp_source import McpToolSource, ToolSourceUnavailable
+from chunkbridge.gateway.tools.meta import answer
+from chunkbridge.protocol_specs import meta_tools
 
 __all__ = ["CatalogTool", "ToolOutcome", "ToolSourceUnavailable", "ToolSources", "unknown_tool"]
 
@@ -51,25 +55,48 @@ class ToolSources:
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
         """Run the catalog's tool ``name``."""
         entry = self.catalog.get(name)
-        if entry is None:
-            return unknown_tool(name)
         started = time.monotonic()
-        outcome = await self.sources[entry.server].call(entry.tool.name, arguments)
+        if entry is not None:
+            server = entry.server
+            outcome = await self.sources[server].call(entry.tool.name, arguments)
+        elif name in meta_tools.NAMES and self.meta:
+            server = None
+            outcome = answer(name, arguments, self.catalog)
+        else:
+            return unknown_tool(name)
         self.log.info(
             "tool.call",
             tool=name,
-            server=entry.server,
+            server=server,
             ok=outcome.error is None,
             seconds=round(time.monotonic() - started, 4),
         )
         return outcome
 
+    @property
+    def meta(self) -> bool:
+        """Some tools are offered through the meta-tools."""
+        return any(entry.meta for entry in self.catalog.values())
+
+    def names(self) -> dict[str, bool]:
+        """Every name a call of the gateway's tools may use (the meta-tools' too), and whether
+        a call of it waits for the app's approval."""
+        names = {name: entry.needs_approval for name, entry in self.catalog.items()}
+        if self.meta:
+            names.update(dict.fromkeys(meta_tools.NAMES, False))
+        return names
+
     def definitions(self) -> dict[str, dict[str, Any]]:
-        """The model's tool definitions (a provider dialect's ``tools`` setting's shape)."""
-        return {
+        """The model's tool definitions (a provider dialect's ``tools`` setting's shape): each
+        tool of a server in direct mode, and the meta-tools for the others."""
+        definitions = {
             name: {"description": entry.tool.description, "input_schema": entry.tool.input_schema}
             for name, entry in self.catalog.items()
+            if not entry.meta
         }
+        if self.meta:
+            definitions.update(meta_tools.DEFINITIONS)
+        return definitions
 
     async def aclose(self) -> None:
         for source in reversed(list(self.sources.values())):

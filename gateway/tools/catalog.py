@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
-from chunkbridge.gateway.tool_settings import ApprovalPolicy, ToolServerSettings
+from chunkbridge.gateway.tool_settings import ApprovalPolicy, ToolMode, ToolServerSettings
 
 __all__ = [
     "CatalogTool",
@@ -48,6 +48,8 @@ class CatalogTool:
     server: str
     tool: RemoteTool
     needs_approval: bool
+    #: Offered through the meta-tools, not as a definition of its own (``mode = "meta"``).
+    meta: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +92,9 @@ def build_catalog(
     for server, tools in kept.items():
         for tool in tools:
             name = tool.name if counts[tool.name] == 1 else f"{server}_{tool.name}"
-            catalog[name] = CatalogTool(name, server, tool, _needs_approval(tool, settings[server]))
+            approval = _needs_approval(tool, settings[server])
+            meta = settings[server].mode is ToolMode.META
+            catalog[name] = CatalogTool(name, server, tool, approval, meta)
     return catalog
 
 

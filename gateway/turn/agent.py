@@ -139,7 +139,7 @@ class AgentDriver(TurnDriver):
     def _dispatch(self, calls: list[ReadyCall]) -> list[Chunk]:
         out: list[Chunk] = []
         for call in calls:
-            kind = self.loop.call(call.name)
+            kind = self.loop.call(call.name, batched=call.batched)
             if kind is CallKind.RUN:
                 self._start(call)
             elif kind is CallKind.APPROVE:

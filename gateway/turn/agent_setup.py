@@ -2,8 +2,9 @@
 the gateway runs and which wait for approval — and, per turn, the parts its driver needs.
 
 The gateway's tools are offered to the model beside the app's own (the dialect's ``tools``
-setting): the catalog's definitions are added to the dialect's settings, so every provider
-dialect's request builder sends them as it sends the app's. A name on both sides is a
+setting): the catalog's definitions (or, for servers in meta mode, the four meta-tools) are
+added to the dialect's settings, so every provider dialect's request builder sends them as it
+sends the app's. A name on both sides is a
 configuration error (the model could not tell which one it calls). Only model-provider
 dialects get tools: an agent backend runs its own.
 
@@ -21,12 +22,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from chunkbridge.gateway.config import ConfigError
-from chunkbridge.gateway.tool_settings import ToolMode
 from chunkbridge.gateway.tools import ToolSources
 from chunkbridge.gateway.transports.base import Upstream
 from chunkbridge.gateway.transports.connectors import Connector
 from chunkbridge.gateway.turn.agent import LoopParts
 from chunkbridge.kit import ApprovalAnswer, ProviderSettings, TurnInput
+from chunkbridge.protocol_specs import meta_tools
 from chunkbridge.protocol_specs.chat_request import UIMessage
 from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL
 from chunkbridge.translators.core.agent_loop import AgentLoop, ToolPolicy
@@ -99,23 +100,22 @@ def agent_setup(
             "gateway runs tools in front of a model provider (anthropic-messages, "
             "openai-responses, openai-chat, gemini)"
         )
-    meta = sorted(name for name, server in tools.settings.items() if server.mode is ToolMode.META)
-    if meta:  # said, not ignored: a model offered N tools where 4 were meant costs its context
+    names = tools.names()
+    taken = sorted(meta_tools.NAMES & set(tools.catalog)) if tools.meta else []
+    if taken:
         raise ConfigError(
-            f"tools: mode = meta ({', '.join(meta)}) is not available yet; use direct"
+            f"tools: {', '.join(taken)} is the name of a meta-tool and of a server's tool; "
+            "deny it on the server"
         )
-    definitions = tools.definitions()
-    clash = sorted(set(definitions) & set(settings.tools))
+    clash = sorted(set(names) & set(settings.tools))
     if clash:
         raise ConfigError(
             f"tools: {', '.join(clash)} is both a tool of the app ([{dialect}] tools) and of "
             "a tool server; deny it on the server or rename the app's"
         )
     app = {name for name, d in settings.tools.items() if "type" not in d} | {QUESTION_TOOL}
-    policy = ToolPolicy(
-        {name: entry.needs_approval for name, entry in tools.catalog.items()}, frozenset(app)
-    )
-    merged = settings.model_copy(update={"tools": {**settings.tools, **definitions}})
+    policy = ToolPolicy(names, frozenset(app))
+    merged = settings.model_copy(update={"tools": {**settings.tools, **tools.definitions()}})
     gateway = policy.gateway
     return AgentSetup(
         merged,

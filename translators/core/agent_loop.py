@@ -104,9 +104,13 @@ class AgentLoop:
         self._app = 0
         self.ending: LoopEnding | None = None
 
-    def call(self, name: str) -> CallKind:
-        """A tool call of the current step is complete (its input is known): what to do."""
+    def call(self, name: str, *, batched: bool = False) -> CallKind:
+        """A tool call of the current step is complete (its input is known): what to do. A
+        call out of a ``tools_call`` batch (``batched``) runs only a gateway tool: the app's
+        tools are called directly, so its parts are its own."""
         kind = self.policy.kind(name)
+        if batched and kind is CallKind.APP:
+            kind = CallKind.UNKNOWN
         if kind is CallKind.RUN or kind is CallKind.UNKNOWN:
             self._answered += 1
         elif kind is CallKind.APPROVE:

@@ -16,7 +16,11 @@ step's translator in turn (:meth:`StepJoin.next_step`):
 * collects the tool calls whose input is complete (:attr:`StepJoin.ready`), so the shell runs
   them as soon as the model wrote them, not at the end of the step;
 * marks the calls of gateway tools ``dynamic`` (tools of the runtime, not of the app: the AI SDK
-  shows MCP tools as ``dynamic-tool`` parts).
+  shows MCP tools as ``dynamic-tool`` parts);
+* splits a batch of the meta-tool ``tools_call`` (``protocol_specs/meta_tools.py``) into a tool
+  part per call, named after the real tool: its input is held until complete, then each call is
+  a call of its own — shown, approved and answered like a direct one. A batch that is no list
+  of calls stays a ``tools_call`` call, whose result says so.
 
 Errors and truncations are not held: they end the turn as in any other.
 """
@@ -27,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from chunkbridge.protocol_specs import meta_tools
 from chunkbridge.translators.core.closing import CloseReason, CloseRequest, DeferredClose
 
 if TYPE_CHECKING:
@@ -38,6 +43,7 @@ if TYPE_CHECKING:
 __all__ = ["ReadyCall", "StepJoin"]
 
 _TOOL_INPUT = frozenset({"tool-input-start", "tool-input-available", "tool-input-error"})
+_BATCH_INPUT = _TOOL_INPUT | {"tool-input-delta"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +53,8 @@ class ReadyCall:
     call_id: str
     name: str
     input: Any
+    #: One call of a ``tools_call`` batch.
+    batched: bool = False
 
 
 class StepJoin:
@@ -67,6 +75,12 @@ class StepJoin:
         self.ready: list[ReadyCall] = []
         #: The translator ended a step: held until the answer's end (or more of it) shows.
         self._step_end = False
+        #: Batches are split: ``tools_call`` is a tool of this turn.
+        self._splits = meta_tools.CALL in gateway_tools
+        #: ``tools_call`` calls whose input streams: their held ``tool-input-start``, by id.
+        self._held: dict[str, dict[str, Any]] = {}
+        #: Ids of the calls split out of batches, until collected.
+        self._batched: set[str] = set()
 
     # -- the shell's side ----------------------------------------------------------------------
 
@@ -75,6 +89,7 @@ class StepJoin:
         self.inner = translator
         self.ended = None
         self._step_end = False
+        self._held.clear()
 
     def take_ready(self) -> list[ReadyCall]:
         ready, self.ready = self.ready, []
@@ -109,8 +124,12 @@ class StepJoin:
     def _join(self, items: Sequence[Item]) -> Sequence[Item]:
         if len(items) == 1 and type(items[0]) is dict and not self._step_end:
             kind = items[0].get("type")
-            if kind == "text-delta" or kind == "reasoning-delta" or kind == "tool-input-delta":
+            if kind == "text-delta" or kind == "reasoning-delta":
                 return items  # the common case: nothing to look at
+            if kind == "tool-input-delta" and not self._held:
+                return items
+        if self._splits:
+            items = self._split_batches(items)
         out: list[Item] = []
         for item in items:
             if isinstance(item, CloseRequest):
@@ -132,10 +151,53 @@ class StepJoin:
                 if kind in _TOOL_INPUT and item.get("toolName") in self.gateway_tools:
                     item = {**item, "dynamic": True}
                 if kind == "tool-input-available" and not item.get("providerExecuted"):
-                    call = ReadyCall(item["toolCallId"], item["toolName"], item["input"])
-                    self.ready.append(call)
+                    call_id = item["toolCallId"]
+                    batched = call_id in self._batched
+                    self._batched.discard(call_id)
+                    self.ready.append(ReadyCall(call_id, item["toolName"], item["input"], batched))
             if self._step_end:  # the answer went on after a step of its own
                 self._step_end = False
                 out.append({"type": "finish-step"})
             out.append(item)
         return out
+
+    def _split_batches(self, items: Sequence[Item]) -> list[Item]:
+        out: list[Item] = []
+        for item in items:
+            if type(item) is not dict or item.get("type") not in _BATCH_INPUT:
+                out.append(item)
+                continue
+            call_id = str(item.get("toolCallId"))
+            kind = item["type"]
+            if kind == "tool-input-start" and item.get("toolName") == meta_tools.CALL:
+                self._held[call_id] = item  # shown once the batch is known
+            elif call_id not in self._held:
+                out.append(item)
+            elif kind == "tool-input-available":
+                start = self._held.pop(call_id)
+                calls = _batch_calls(item.get("input"))
+                if calls is None:
+                    out += (start, item)  # the runner's result tells the model what is wrong
+                    continue
+                for index, (name, arguments) in enumerate(calls):
+                    split_id = meta_tools.batch_id(call_id, index)
+                    self._batched.add(split_id)
+                    base = {"toolCallId": split_id, "toolName": name, "dynamic": True}
+                    out.append({"type": "tool-input-start", **base})
+                    out.append({"type": "tool-input-available", **base, "input": arguments})
+            elif kind == "tool-input-error":
+                out += (self._held.pop(call_id), item)
+        return out
+
+
+def _batch_calls(value: Any) -> list[tuple[str, Any]] | None:
+    """A ``tools_call`` input's calls as (tool, arguments); ``None`` when it is no batch."""
+    calls = value.get("calls") if isinstance(value, dict) else None
+    if not isinstance(calls, list) or not 0 < len(calls) <= meta_tools.MAX_BATCH:
+        return None
+    out = []
+    for call in calls:
+        if not isinstance(call, dict) or not isinstance(call.get("tool"), str):
+            return None
+        out.append((call["tool"], call.get("arguments", {})))
+    return out

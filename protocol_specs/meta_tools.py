@@ -1,0 +1,100 @@
+"""The meta-tools: four tools that stand for all the tools of the servers in ``mode = "meta"``.
+
+A model offered a hundred tool definitions pays for them in every request's context. In meta
+mode it is offered four instead, and finds and calls the real ones through them:
+
+=================  ===========================================================================
+:data:`LIST`       ``{server?}`` → the tools by name, with the first line of each description
+:data:`SEARCH`     ``{query, limit?}`` → the tools whose name or description match the words
+:data:`SCHEMA`     ``{names}`` → each tool's description and input JSON Schema
+:data:`CALL`       ``{calls: [{tool, arguments}]}`` → runs the calls (at most :data:`MAX_BATCH`)
+=================  ===========================================================================
+
+The app never sees a :data:`CALL` call: each call in its batch is shown as its own tool part,
+named after the real tool (``dynamic-tool``, id ``<call id>-<n>``), with its own approval and
+its own result — as if the model had called the tools directly. The model's next request is
+built from that message, so it reads the same: the calls it made and their results. A later
+direct call of a tool it learned of runs too.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+__all__ = ["CALL", "DEFINITIONS", "LIST", "MAX_BATCH", "NAMES", "SCHEMA", "SEARCH", "batch_id"]
+
+LIST: Final = "tools_list"
+SEARCH: Final = "tools_search"
+SCHEMA: Final = "tools_schema"
+CALL: Final = "tools_call"
+NAMES: Final = frozenset({LIST, SEARCH, SCHEMA, CALL})
+
+#: Calls in one :data:`CALL` batch at most (a longer batch is an error result).
+MAX_BATCH: Final = 16
+
+
+def batch_id(call_id: str, index: int) -> str:
+    """The tool call id of the ``index``-th call of a batch (provider id alphabets allow it)."""
+    return f"{call_id}-{index}"
+
+
+def _names_schema(description: str) -> dict[str, Any]:
+    return {"type": "array", "items": {"type": "string"}, "description": description}
+
+
+#: The four tools as the model is offered them (a provider dialect's ``tools`` setting's shape).
+DEFINITIONS: Final[dict[str, dict[str, Any]]] = {
+    LIST: {
+        "description": (
+            "List the tools you can use through tools_call, by name with a one-line summary. "
+            "Read their input schemas with tools_schema before calling them."
+        ),
+        "input_schema": {
+            "type": "object",
+            "properties": {"server": {"type": "string", "description": "only this server's"}},
+        },
+    },
+    SEARCH: {
+        "description": "Find tools by words in their name or description.",
+        "input_schema": {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string"},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 50},
+            },
+            "required": ["query"],
+        },
+    },
+    SCHEMA: {
+        "description": "The description and input JSON Schema of each named tool.",
+        "input_schema": {
+            "type": "object",
+            "properties": {"names": _names_schema("tool names, as tools_list gives them")},
+            "required": ["names"],
+        },
+    },
+    CALL: {
+        "description": (
+            "Call one or more tools, each with arguments matching its input schema. The calls "
+            "of one batch run at the same time; each gets its own result."
+        ),
+        "input_schema": {
+            "type": "object",
+            "properties": {
+                "calls": {
+                    "type": "array",
+                    "maxItems": MAX_BATCH,
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "tool": {"type": "string"},
+                            "arguments": {"type": "object"},
+                        },
+                        "required": ["tool", "arguments"],
+                    },
+                }
+            },
+            "required": ["calls"],
+        },
+    },
+}

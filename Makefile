@@ -47,9 +47,11 @@ test: install lint
 e2e: install
 	$(BIN)/python -m pytest -m e2e -s
 
-# agent-ops-v2's demo by default; DIALECT=anthropic-messages (ag-ui, gemini…) plays another's.
+# agent-ops-v2's demo by default; DIALECT=anthropic-messages (ag-ui, gemini…) plays another's;
+# AGENT=1: the agent loop (a scripted model calling a built-in MCP server's tools).
 demo: install
-	$(BIN)/chunkbridge demo --dialect $(or $(DIALECT),agent-ops-v2) --target $(or $(TARGET),5)
+	$(BIN)/chunkbridge demo $(if $(AGENT),--agent,--dialect $(or $(DIALECT),agent-ops-v2)) \
+		--target $(or $(TARGET),5)
 
 # ruff (style, sans-I/O imports), mypy --strict, import-linter (the core imports no dialect…).
 lint: install

@@ -67,3 +67,45 @@ def test_serve_with_an_mcp_server_answers_in_two_tool_steps(
         ]
         assert [p["text"] for p in parts if p["type"] == "text"][-1] == "(2 + 3) × 4 = 20."
         assert verdict.finish_reason == "stop"
+
+
+def test_the_agent_demo_runs_its_mcp_tools_step_by_step(real_clients: Any) -> None:
+    """`make demo AGENT=1`: the scripted model calls the built-in MCP server's tools — two steps
+    for arithmetic, two calls in one step for the weather — and a note waits for approval,
+    which the real ai 7 chat gives; the page says what to try."""
+    from tests.conformance.harness import chat_loop
+
+    port = free_port()
+    args = ("demo", "--agent", "--target", "7", "--store", "off", "--port", str(port))
+    with process(*args, ready_url=f"http://127.0.0.1:{port}/healthz"):
+        base = f"http://127.0.0.1:{port}"
+        page = httpx.get(base + "/", trust_env=False).text
+        sums = httpx.post(
+            f"{base}/api/sessions/d1/chat",
+            json=user_body("what is (2 + 3) × 4?"),
+            trust_env=False,
+            timeout=30,
+        )
+        weather = httpx.post(
+            f"{base}/api/sessions/d2/chat",
+            json=user_body("weather in Paris and Oslo"),
+            trust_env=False,
+            timeout=30,
+        )
+        answer = {"kind": "approval", "approved": True}
+        note = chat_loop(f"{base}/api/sessions/d3/chat", 7, "note: buy milk", [answer])
+    assert "gateway-run MCP tools" in page and "weather in Paris and Oslo" in page
+    for major, verdict in real_clients.check(sums.content).items():
+        assert verdict.ok and verdict.finish_reason == "stop", (major, verdict.fatal)
+        tools = [(p["toolName"], p["output"]) for p in verdict.parts("dynamic-tool")]
+        assert tools == [("add", {"result": 5.0}), ("multiply", {"result": 20.0})]
+        assert "20" in verdict.text().rsplit("Done", 1)[-1]
+        assert verdict.message["metadata"]["agentLoop"]["ending"] == "done"
+    verdict = real_clients.check(weather.content, (7,))[7]
+    assert verdict.ok, verdict.fatal
+    cities = [p["output"]["city"] for p in verdict.parts("dynamic-tool")]
+    assert cities == ["Paris", "Oslo"]
+    assert len(verdict.message["metadata"]["agentLoop"]["steps"]) == 2  # both in one step
+    assert note["error"] is None and note["status"] == "ready", note
+    (saved,) = [p for p in note["messages"][-1]["parts"] if p.get("toolName") == "save_note"]
+    assert saved["state"] == "output-available" and saved["output"] == {"result": "note 1 saved"}

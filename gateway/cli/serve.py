@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -94,7 +95,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from chunkbridge.gateway.service import Gateway
 
     try:
-        dialect = _demo_dialect(args.dialect)
+        dialect = _demo_dialect("anthropic-messages" if args.agent else args.dialect)
+        script, agent = dialect.demo, {}
+        if args.agent:  # the scripted model calls the demo MCP server's tools through the loop
+            from chunkbridge.gateway.devtools.agent_demo import agent_script
+
+            script = agent_script
+            module = "chunkbridge.gateway.devtools.demo_tools"
+            agent = {"tools": {"demo": {"command": sys.executable, "args": ["-m", module]}}}
         loaded = load_settings(
             args,
             args.flags,
@@ -105,11 +113,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
             resume=getattr(args, "resume", None) or "memory",
             store=getattr(args, "store", None) or "sqlite",
             store_path=getattr(args, "store_path", None) or DEMO_STORE,
+            **agent,
         )
         config = loaded.config
         upstream: DemoUpstream | DemoHttpUpstream
         if dialect.websocket is not None:
-            upstream = ws_upstream = DemoUpstream(dialect.demo)
+            upstream = ws_upstream = DemoUpstream(script)
             transport = "WebSocket"
 
             async def start_upstream(state: Gateway) -> None:
@@ -122,7 +131,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             # An HTTP demo upstream is a few routes of this very app (a model API look-alike).
             if config.port == 0:
                 raise ConfigError("the demo of an HTTP dialect calls its own port: give --port")
-            upstream = DemoHttpUpstream(dialect.demo)
+            upstream = DemoHttpUpstream(script)
             transport = "HTTP SSE, mounted at /demo/provider"
             own = "127.0.0.1" if config.host in ("0.0.0.0", "::", "") else config.host
             url = f"http://{own}:{config.port}/demo/provider/sessions/{{session_id}}"
@@ -130,7 +139,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
             on_startup, on_shutdown, upstream_routes = None, None, upstream.routes("/demo/provider")
         app = create_app(
             config,
-            extra_routes=[*demo_routes(upstream, dialect.name), *upstream_routes],
+            extra_routes=[
+                *demo_routes(upstream, dialect.name, agent=bool(agent)),
+                *upstream_routes,
+            ],
             on_startup=on_startup,
             on_shutdown=on_shutdown,
         )
@@ -149,6 +161,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         f"  the demo upstream ({dialect.name} over {transport}) runs on 127.0.0.1; Ctrl-C stops",
         flush=True,
     )
+    if agent:
+        print("  tools          the demo MCP server (stdio), run by the agent loop", flush=True)
     run_app(app, config.host, config.port)
     return 0
 
@@ -172,6 +186,12 @@ def register(sub: SubParsers) -> None:
         description="Runs a dialect's demo backend (the first registered dialect that has one, "
         "or --dialect) on 127.0.0.1 and the gateway in front of it. Every setting of 'serve' "
         "but --upstream applies.",
+    )
+    demo.add_argument(
+        "--agent",
+        action="store_true",
+        help="the agent loop: a scripted model (anthropic-messages) calls the tools of a "
+        "built-in MCP server, run by the gateway (needs chunkbridge[mcp])",
     )
     demo.set_defaults(func=cmd_demo, flags=add_settings(demo, exclude=["upstream"]))
 

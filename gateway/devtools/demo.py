@@ -1,4 +1,5 @@
-"""Demo-mode routes: the chat page at ``/`` and the demo upstream's event log for it."""
+"""Demo-mode routes: the chat page at ``/`` and the demo upstream's event log for it (the page
+says what to try: the dialect demo's cues, or the agent demo's)."""
 
 from __future__ import annotations
 
@@ -9,18 +10,27 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
+from chunkbridge.gateway.devtools.agent_demo import HINTS as AGENT_HINTS
 from chunkbridge.gateway.devtools.upstreams import DemoHttpUpstream, DemoUpstream
 
 __all__ = ["demo_routes"]
 
+HINTS = "try “slow” (then Stop), “fail”, “ask me”, “ask in passing” or “approve”"
 
-def demo_routes(upstream: DemoUpstream | DemoHttpUpstream, dialect: str) -> list[Route]:
+
+def demo_routes(
+    upstream: DemoUpstream | DemoHttpUpstream, dialect: str, *, agent: bool = False
+) -> list[Route]:
     page = (
         files("chunkbridge.gateway.devtools")
         .joinpath("static/demo.html")
         .read_text(encoding="utf-8")
     )
-    page = page.replace("{{dialect}}", html.escape(dialect))
+    if agent:
+        hints, title = AGENT_HINTS, f"{dialect} model + gateway-run MCP tools"
+    else:
+        hints, title = HINTS, f"{dialect} upstream"
+    page = page.replace("{{dialect}}", html.escape(title)).replace("{{hints}}", html.escape(hints))
 
     async def index(request: Request) -> Response:
         return HTMLResponse(page)

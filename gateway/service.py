@@ -92,13 +92,7 @@ class Gateway:
             raise ConfigError(f"invalid settings for dialect {dialect.name}: {exc}") from exc
         self.config = config
         self.dialect: Dialect = dialect
-        self.agent = None
-        if self.tools is not None and self.tools.catalog:
-            self.agent = agent_setup(
-                dialect.name, settings, self.tools, config.max_steps, config.tool_concurrency
-            )
-            settings = self.agent.settings
-        self.dialect_settings = settings
+        self._offer_tools(settings)
         #: What the upstream gets of the conversation: the deployment's choice, or the dialect's.
         #: ``history = stored``: the conversation comes from the transcript store.
         self.stored_history = config.history is HistoryMode.STORED
@@ -120,12 +114,30 @@ class Gateway:
             flush_interval=config.flush_interval,
             question_settle=config.question_settle,
         )
+
+    def _offer_tools(self, settings: Any) -> None:
+        """The dialect's settings with the gateway's tools among the model's (and the loop
+        that runs them), for the next turns: at start-up and when a server's tools change."""
+        config = self.config
+        self.agent = None
+        if self.tools is not None and self.tools.catalog:
+            self.agent = agent_setup(
+                self.dialect.name, settings, self.tools, config.max_steps, config.tool_concurrency
+            )
+        self._app_settings = settings
+        self.dialect_settings = settings if self.agent is None else self.agent.settings
         #: The same for every turn (one object, not one per turn).
         self.translator_options = TranslatorOptions(
             unknown_events=UnknownEventPolicy(config.unknown_events),
             dynamic_tools=config.dynamic_tools,
-            settings=settings,
+            settings=self.dialect_settings,
         )
+
+    def _tools_changed(self) -> None:
+        try:
+            self._offer_tools(self._app_settings)
+        except ConfigError as exc:  # e.g. a new tool named like one of the app's: keep the old
+            self.log.error("tools.change_refused", error=str(exc))
 
     async def start(self) -> None:
         await self.stores.start()
@@ -134,6 +146,7 @@ class Gateway:
         if self.tools is not None:  # a server out of reach fails the start-up, with its name
             await self.tools.start()
             self.configure(self.config)  # the model is offered the tools listed
+            self.tools.on_change = self._tools_changed
             self.log.info(
                 "tools.ready", servers=len(self.tools.sources), tools=len(self.tools.catalog)
             )

@@ -6,13 +6,15 @@ tool as a definition of its own, or for servers in meta mode the four meta-tools
 
 :class:`ToolSources` connects every server at start-up (a server that cannot be reached fails
 the start-up with its name and reason) and runs a call by the name the model used: a name the
-catalog does not hold — one the model invented — is an error result, never a call.
+catalog does not hold — one the model invented — is an error result, never a call. When a
+server's tools change, the catalog is built again and ``on_change`` tells the gateway, whose
+next turns offer the new list (turns under way keep theirs).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from chunkbridge.gateway.logging import get_logger
@@ -38,6 +40,10 @@ class ToolSources:
         self.sources = {name: McpToolSource(name, s) for name, s in self.settings.items()}
         self.catalog: dict[str, CatalogTool] = {}
         self.log = get_logger("chunkbridge.tools")
+        #: Called after the catalog was built again (a server's tools changed).
+        self.on_change: Callable[[], None] = lambda: None
+        for source in self.sources.values():
+            source.on_change = self._changed
 
     async def start(self) -> None:
         started: list[McpToolSource] = []
@@ -49,8 +55,16 @@ class ToolSources:
             for source in reversed(started):
                 await source.aclose()
             raise
+        self._build()
+
+    def _build(self) -> None:
         listed = {name: source.tools for name, source in self.sources.items()}
         self.catalog = build_catalog(listed, self.settings)
+
+    def _changed(self, source: McpToolSource) -> None:
+        self._build()
+        self.log.info("tools.changed", server=source.name, tools=len(source.tools))
+        self.on_change()
 
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
         """Run the catalog's tool ``name``."""

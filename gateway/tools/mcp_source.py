@@ -4,9 +4,13 @@ configured for it over the SDK's few safe basics — ``PATH``, ``HOME``, ``USER`
 never the gateway's own).
 
 The connection is opened at start-up and kept (its context is entered and left by the task that
-starts and stops the gateway, as the SDK's cancel scopes require). A call is bounded by the
-server's ``tool_timeout``; a call that is cancelled — a stop, a timeout — is abandoned with the
-protocol's ``notifications/cancelled``, which the SDK sends, so the server stops its work too.
+starts and stops the gateway, as the SDK's cancel scopes require). A server that says its tools
+changed is listed again, then ``on_change`` is called: on the 2026-07-28 protocol the change
+comes on a ``subscriptions/listen`` stream kept open for it, before that as a
+``notifications/tools/list_changed``.
+A call is bounded by the server's ``tool_timeout``; a call that is cancelled — a stop, a
+timeout — is abandoned with the protocol's ``notifications/cancelled``, which the SDK sends, so
+the server stops its work too.
 Every failure is a :class:`~chunkbridge.gateway.tools.catalog.ToolOutcome` with an error for
 the model, never an exception for the turn.
 """
@@ -15,10 +19,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from typing import Any
 
 import orjson
 
+from chunkbridge.gateway.logging import get_logger
 from chunkbridge.gateway.tool_settings import ToolServerSettings
 from chunkbridge.gateway.tools.catalog import RemoteTool, ToolOutcome, capped
 
@@ -26,6 +32,8 @@ __all__ = ["McpToolSource", "ToolSourceUnavailable"]
 
 #: Pages of ``tools/list`` read at most (a server that never stops paging is cut off).
 MAX_PAGES = 100
+#: Seconds before a dropped ``subscriptions/listen`` stream is opened again.
+LISTEN_RETRY = 5.0
 
 
 class ToolSourceUnavailable(Exception):
@@ -39,8 +47,13 @@ class McpToolSource:
         self.name = name
         self.settings = settings
         self.tools: list[RemoteTool] = []
+        #: Called after the tool list was read again (the server said it changed).
+        self.on_change: Callable[[McpToolSource], None] = lambda source: None
+        self.log = get_logger("chunkbridge.tools")
         self._client: Any = None
         self._stack = contextlib.AsyncExitStack()
+        self._relisting: asyncio.Task[None] | None = None
+        self._listening: asyncio.Task[None] | None = None
 
     def _new_client(self) -> Any:
         try:
@@ -52,6 +65,7 @@ class McpToolSource:
         from mcp.client.stdio import StdioServerParameters
 
         settings = self.settings
+        handler = self._message
         if settings.command is not None:
             parameters = StdioServerParameters(
                 command=settings.command,
@@ -59,16 +73,55 @@ class McpToolSource:
                 env=dict(settings.env),
                 cwd=settings.cwd,
             )
-            return Client(parameters)
+            return Client(parameters, message_handler=handler)
         assert settings.url is not None
         if not settings.headers:
-            return Client(settings.url)
+            return Client(settings.url, message_handler=handler)
         import httpx2
         from mcp.client.streamable_http import streamable_http_client
 
         http = httpx2.AsyncClient(headers=settings.headers)
         self._stack.push_async_callback(http.aclose)
-        return Client(streamable_http_client(settings.url, http_client=http))
+        return Client(
+            streamable_http_client(settings.url, http_client=http), message_handler=handler
+        )
+
+    async def _message(self, message: Any) -> None:
+        """The server's notifications: a changed tool list is read again (in a task of its
+        own: the SDK waits for this handler before it reads the next message)."""
+        from mcp.types import ToolListChangedNotification
+
+        notification = getattr(message, "root", message)
+        if isinstance(notification, ToolListChangedNotification) and self._client is not None:
+            if self._relisting is None or self._relisting.done():
+                self._relisting = asyncio.get_running_loop().create_task(self._relist())
+
+    async def _listen(self) -> None:
+        """Keep a ``subscriptions/listen`` stream of tool list changes open (2026-07-28)."""
+        from mcp.client.subscriptions import ListenNotSupportedError
+
+        while self._client is not None:
+            try:
+                async with self._client.listen(tools_list_changed=True) as changes:
+                    async for _ in changes:
+                        await self._relist()
+            except ListenNotSupportedError:
+                return  # an older protocol: the change comes as a notification
+            except Exception as exc:  # the stream dropped: listen again, and read the list
+                self.log.warning("tools.listen_lost", server=self.name, error=repr(exc))
+                await asyncio.sleep(LISTEN_RETRY)
+                await self._relist()
+
+    async def _relist(self) -> None:
+        try:
+            async with asyncio.timeout(self.settings.connect_timeout):
+                self.tools = await self._list()
+        except Exception as exc:  # the old list stays; the next change tries again
+            self.log.warning(
+                "tools.relist_failed", server=self.name, error=f"{type(exc).__name__}: {exc}"
+            )
+            return
+        self.on_change(self)
 
     async def start(self) -> None:
         """Connect and read the tool list; :class:`ToolSourceUnavailable` when that fails."""
@@ -82,6 +135,10 @@ class McpToolSource:
             raise ToolSourceUnavailable(
                 f"tool server {self.name!r} ({where}): {type(exc).__name__}: {exc}"
             ) from exc
+        capabilities = self._client.server_capabilities
+        tools = getattr(capabilities, "tools", None)
+        if tools is not None and getattr(tools, "list_changed", False):
+            self._listening = asyncio.get_running_loop().create_task(self._listen())
 
     async def _list(self) -> list[RemoteTool]:
         tools: list[RemoteTool] = []
@@ -119,5 +176,10 @@ class McpToolSource:
 
     async def aclose(self) -> None:
         self._client = None
+        tasks = [t for t in (self._relisting, self._listening) if t is not None]
+        for task in tasks:
+            task.cancel()
+        if tasks:  # they end before the connection they use does
+            await asyncio.wait(tasks, timeout=1.0)
         with contextlib.suppress(Exception):
             await self._stack.aclose()

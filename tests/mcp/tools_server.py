@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
@@ -59,6 +59,17 @@ def build(mark: str | None = None, name: str = "probe") -> MCPServer:
     def delete_branch(branch: str) -> str:
         """Delete a branch (destructive)."""
         raise ToolError(f"branch {branch} is protected")
+
+    @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+    async def learn(name: str, ctx: Context) -> str:
+        """Learn a new tool called ``name`` and tell the client the tool list changed."""
+
+        def learned() -> str:
+            return f"{name} ran"
+
+        server.add_tool(learned, name=name, annotations=ToolAnnotations(readOnlyHint=True))
+        await ctx.notify_tools_changed()
+        return f"learned {name}"
 
     @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
     def big(size: int) -> str:

@@ -24,6 +24,9 @@ from tests.mcp.tools_server import build
 
 SERVER = str(Path(__file__).resolve().parent / "mcp" / "tools_server.py")
 
+#: The tools of tests/mcp/tools_server.py.
+SERVER_TOOLS = {"add", "multiply", "slow", "env_of", "archive", "delete_branch", "learn", "big"}
+
 
 def stdio(**more: Any) -> ToolServerSettings:
     return ToolServerSettings(command=sys.executable, args=[SERVER], **more)
@@ -73,16 +76,7 @@ async def test_a_stdio_server_lists_runs_and_is_cancelled(tmp_path: Path) -> Non
         seen = await wait_for(mark, 2)
     finally:
         await sources.aclose()
-    assert names == {
-        "add",
-        "multiply",
-        "slow",
-        "env_of",
-        "archive",
-        "delete_branch",
-        "learn",
-        "big",
-    }
+    assert names == SERVER_TOOLS
     assert added.error is None and added.output == {"result": 5}
     assert secret.output == {"result": "<unset>"}  # only its configured environment
     assert given.output == {"result": "yes"}
@@ -189,14 +183,5 @@ async def test_the_gateway_connects_its_tool_servers_at_start_up() -> None:
         tools = app.state.gateway.tools
         catalog = set(tools.catalog)
         added = await tools.call("add", {"a": 20, "b": 22})
-    assert catalog == {
-        "add",
-        "multiply",
-        "slow",
-        "env_of",
-        "archive",
-        "delete_branch",
-        "learn",
-        "big",
-    }
+    assert catalog == SERVER_TOOLS
     assert added.output == {"result": 42}

@@ -8,11 +8,12 @@ starts and stops the gateway, as the SDK's cancel scopes require). A server that
 changed is listed again, then ``on_change`` is called: on the 2026-07-28 protocol the change
 comes on a ``subscriptions/listen`` stream kept open for it, before that as a
 ``notifications/tools/list_changed``.
+
 A call is bounded by the server's ``tool_timeout``; a call that is cancelled — a stop, a
 timeout — is abandoned with the protocol's ``notifications/cancelled``, which the SDK sends, so
-the server stops its work too.
-Every failure is a :class:`~chunkbridge.gateway.tools.catalog.ToolOutcome` with an error for
-the model, never an exception for the turn.
+the server stops its work too. Every failure is a
+:class:`~chunkbridge.gateway.tools.catalog.ToolOutcome` with an error for the model, never an
+exception for the turn.
 """
 
 from __future__ import annotations

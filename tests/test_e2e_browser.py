@@ -225,3 +225,34 @@ def test_use_chat_app_in_headless_chromium(build: str, servers) -> None:
         shot = ARTIFACTS / f"react-usechat-{build}{suffix}.png"
         assert shot.stat().st_size > 10_000, shot
     print(f"\nscreenshots of the finished chats ({build}): {ARTIFACTS}/react-usechat-{build}*.png")
+
+
+def test_the_agent_demo_page_in_headless_chromium() -> None:
+    """`make demo AGENT=1` in a real browser: the page shows each gateway-run tool call and its
+    result, and an approval given with the page's button runs the destructive tool."""
+    require("browser end-to-end set-up", _missing())
+    port = free_port()
+    ARTIFACTS.mkdir(exist_ok=True)
+    screenshot = ARTIFACTS / "demo-agent.png"
+    args = ("demo", "--agent", "--target", "7", "--store", "off", "--port", str(port))
+    with process(*args, ready_url=f"http://127.0.0.1:{port}/healthz"):
+        config = {"api": f"http://127.0.0.1:{port}", "screenshot": str(screenshot)}
+        run = subprocess.run(
+            ["node", "e2e/demo_agent.mjs", json.dumps(config)],
+            cwd=APP,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "CHROMIUM_PATH": CHROMIUM},
+        )
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    assert "failure" not in result, result.get("failure")
+    assert not result.get("pageErrors"), result["pageErrors"]
+    assert "gateway-run MCP tools" in result["header"]
+    tools = result["tools"]
+    assert tools[0].startswith("🔧 add") and "output-available" in tools[0] and "5" in tools[0]
+    assert tools[1].startswith("🔧 multiply") and '{"result":20' in tools[1]
+    assert result["status"] == "finished (stop)", result
+    assert any("note 1 saved" in text for text in result["texts"]), result["texts"]
+    assert screenshot.stat().st_size > 10_000

@@ -99,19 +99,23 @@ class McpToolSource:
 
     async def _listen(self) -> None:
         """Keep a ``subscriptions/listen`` stream of tool list changes open (2026-07-28)."""
-        from mcp.client.subscriptions import ListenNotSupportedError
+        from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
 
         while self._client is not None:
             try:
                 async with self._client.listen(tools_list_changed=True) as changes:
                     async for _ in changes:
                         await self._relist()
+                await asyncio.sleep(LISTEN_RETRY)  # the server ended it: not at once again
             except ListenNotSupportedError:
                 return  # an older protocol: the change comes as a notification
-            except Exception as exc:  # the stream dropped: listen again, and read the list
+            except SubscriptionLost as exc:  # dropped: listen again, and read the list anew
                 self.log.warning("tools.listen_lost", server=self.name, error=repr(exc))
                 await asyncio.sleep(LISTEN_RETRY)
                 await self._relist()
+            except Exception as exc:  # refused: said once, not retried forever
+                self.log.warning("tools.listen_refused", server=self.name, error=repr(exc))
+                return
 
     async def _relist(self) -> None:
         try:

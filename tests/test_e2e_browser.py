@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -33,6 +34,24 @@ def _missing() -> str | None:
         if not (APP / "node_modules" / package / "package.json").exists():
             return f"examples/react-usechat/node_modules/{package} missing (make install)"
     return None
+
+
+def drive(script: str, config: dict[str, Any], seconds: float) -> dict[str, Any]:
+    """Run a browser script of the example (``examples/react-usechat/e2e``) with ``config``:
+    what it observed, once it ran without a failure or a page error."""
+    run = subprocess.run(
+        ["node", script, json.dumps(config)],
+        cwd=APP,
+        capture_output=True,
+        text=True,
+        timeout=seconds,
+        env={**os.environ, "CHROMIUM_PATH": CHROMIUM},
+    )
+    assert run.returncode == 0, run.stderr
+    result: dict[str, Any] = json.loads(run.stdout.strip().splitlines()[-1])
+    assert "failure" not in result, result.get("failure")
+    assert not result.get("pageErrors"), result["pageErrors"]
+    return result
 
 
 @pytest.fixture(scope="module")
@@ -105,18 +124,7 @@ def test_use_chat_app_in_headless_chromium(build: str, servers) -> None:
         "build": build,
         "screenshot": str(screenshot),
     }
-    run = subprocess.run(
-        ["node", "e2e/run.mjs", json.dumps(config)],
-        cwd=APP,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env={**os.environ, "CHROMIUM_PATH": CHROMIUM},
-    )
-    assert run.returncode == 0, run.stderr
-    result = json.loads(run.stdout.strip().splitlines()[-1])
-    assert "failure" not in result, result.get("failure")
-    assert not result.get("pageErrors"), result["pageErrors"]
+    result = drive("e2e/run.mjs", config, 180)
     assert result["sdk"] == f"AI SDK {build[-1]}"
 
     first = result["firstTurn"]
@@ -237,18 +245,7 @@ def test_the_agent_demo_page_in_headless_chromium() -> None:
     args = ("demo", "--agent", "--target", "7", "--store", "off", "--port", str(port))
     with process(*args, ready_url=f"http://127.0.0.1:{port}/healthz"):
         config = {"api": f"http://127.0.0.1:{port}", "screenshot": str(screenshot)}
-        run = subprocess.run(
-            ["node", "e2e/demo_agent.mjs", json.dumps(config)],
-            cwd=APP,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env={**os.environ, "CHROMIUM_PATH": CHROMIUM},
-        )
-    assert run.returncode == 0, run.stderr
-    result = json.loads(run.stdout.strip().splitlines()[-1])
-    assert "failure" not in result, result.get("failure")
-    assert not result.get("pageErrors"), result["pageErrors"]
+        result = drive("e2e/demo_agent.mjs", config, 120)
     assert "gateway-run MCP tools" in result["header"]
     tools = result["tools"]
     assert tools[0].startswith("🔧 add") and "output-available" in tools[0] and "5" in tools[0]

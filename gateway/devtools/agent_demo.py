@@ -63,8 +63,9 @@ def _result(block: dict[str, Any]) -> Any:
 
 
 def _number(value: Any) -> float:
-    text = f"{value:g}" if isinstance(value, float) else str(value)
-    return int(float(text)) if float(text).is_integer() else float(text)
+    """``value`` as a number, whole ones without a decimal point (``5.0`` reads ``5``)."""
+    number = float(value)
+    return int(number) if number.is_integer() else number
 
 
 def _next(question: str, results: list[Any]) -> tuple[str, list[Call]] | None:
@@ -91,17 +92,18 @@ def _next(question: str, results: list[Any]) -> tuple[str, list[Call]] | None:
     return None
 
 
+def _said(result: Any) -> str:
+    if isinstance(result, dict) and "city" in result:
+        return f"{result['city']}: {result['celsius']} °C, {result['sky']}"
+    if isinstance(result, dict) and "error" in result:
+        return f"failed ({result['error']})"
+    return str(_number(result) if isinstance(result, (int, float)) else result)
+
+
 def _answer(question: str, results: list[Any]) -> str:
     if not results:
         return f"You said: {question}. I run tools through the gateway — {HINTS}."
-    said = "; ".join(
-        f"{r['city']}: {r['celsius']} °C, {r['sky']}"
-        if isinstance(r, dict) and "city" in r
-        else f"failed ({r['error']})"
-        if isinstance(r, dict) and "error" in r
-        else str(_number(r) if isinstance(r, (int, float)) else r)
-        for r in results
-    )
+    said = "; ".join(_said(result) for result in results)
     return f"Done in {len(results)} tool call(s): {said}."
 
 

@@ -4,9 +4,8 @@ the gateway runs and which wait for approval — and, per turn, the parts its dr
 The gateway's tools are offered to the model beside the app's own (the dialect's ``tools``
 setting): the catalog's definitions (or, for servers in meta mode, the four meta-tools) are
 added to the dialect's settings, so every provider dialect's request builder sends them as it
-sends the app's. A name on both sides is a
-configuration error (the model could not tell which one it calls). Only model-provider
-dialects get tools: an agent backend runs its own.
+sends the app's. A name on both sides is a configuration error (the model could not tell which
+one it calls). Only model-provider dialects get tools: an agent backend runs its own.
 
 Each next model call is built by the dialect from the conversation the client sent, with the
 assistant message so far (assembled from what the client was sent) as its last message — the

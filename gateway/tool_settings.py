@@ -54,6 +54,9 @@ class ToolServerSettings(BaseModel):
     connect_timeout: float = Field(10.0, gt=0, description="seconds to connect and list tools")
     tool_timeout: float = Field(60.0, gt=0, description="seconds one call may take")
     max_output_bytes: int = Field(100_000, gt=0, description="a longer tool output is cut")
+    progress: bool = Field(
+        True, description="the server's progress notifications shown as preliminary outputs"
+    )
 
     @model_validator(mode="after")
     def _one_transport(self) -> ToolServerSettings:

@@ -94,6 +94,7 @@ def test_the_agent_demo_runs_its_mcp_tools_step_by_step(real_clients: Any) -> No
         )
         answer = {"kind": "approval", "approved": True}
         note = chat_loop(f"{base}/api/sessions/d3/chat", 7, "note: buy milk", [answer])
+        slow = counted_then_stopped(f"{base}/api/sessions/d4/chat")
     assert "gateway-run MCP tools" in page and "weather in Paris and Oslo" in page
     for major, verdict in real_clients.check(sums.content).items():
         assert verdict.ok and verdict.finish_reason == "stop", (major, verdict.fatal)
@@ -109,3 +110,26 @@ def test_the_agent_demo_runs_its_mcp_tools_step_by_step(real_clients: Any) -> No
     assert note["error"] is None and note["status"] == "ready", note
     (saved,) = [p for p in note["messages"][-1]["parts"] if p.get("toolName") == "save_note"]
     assert saved["state"] == "output-available" and saved["output"] == {"result": "note 1 saved"}
+    # "slow": its progress shows on the part, then Stop settles it
+    first = b'"output":{"progress":1,"total":20,"message":"1 of 20"},"preliminary":true'
+    assert first in slow
+    verdict = real_clients.check(slow, (7,))[7]
+    assert verdict.ok, verdict.fatal
+    (counting,) = verdict.parts("dynamic-tool")
+    assert counting["toolName"] == "count_slowly" and counting["state"] == "output-error"
+
+
+def counted_then_stopped(api: str) -> bytes:
+    """A "slow" turn read until its first progress report, then stopped."""
+    body = b""
+    with httpx.Client(timeout=30, trust_env=False) as client:
+        with client.stream("POST", api, json=user_body("slow", id="slow")) as response:
+            pieces = response.iter_bytes()
+            for piece in pieces:
+                body += piece
+                if b'"preliminary":true' in body:
+                    break
+            assert client.post(f"{api}/slow/stop").status_code == 202
+            for piece in pieces:
+                body += piece
+    return body

@@ -25,7 +25,9 @@ from tests.mcp.tools_server import build
 SERVER = str(Path(__file__).resolve().parent / "mcp" / "tools_server.py")
 
 #: The tools of tests/mcp/tools_server.py.
-SERVER_TOOLS = {"add", "multiply", "slow", "env_of", "archive", "delete_branch", "learn", "big"}
+SERVER_TOOLS = {
+    *("add", "multiply", "slow", "env_of", "archive", "delete_branch", "learn", "big", "count")
+}
 
 
 def stdio(**more: Any) -> ToolServerSettings:

@@ -1,8 +1,8 @@
 """The demo's MCP server (``chunkbridge demo --agent``), built with the official ``mcp`` package
 and started by the gateway over stdio like any configured tool server: a few tools that show
 what the agent loop does — read-only tools run at once (several in one step run side by side),
-``save_note`` changes something and asks first, ``count_slowly`` takes long enough to be
-stopped. It needs no network: the weather is made up.
+``save_note`` changes something and asks first, ``count_slowly`` reports its progress and
+takes long enough to be stopped. It needs no network: the weather is made up.
 
 Run it alone with ``python -m chunkbridge.gateway.devtools.demo_tools`` (it speaks stdio).
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import zlib
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
 
 __all__ = ["server"]
@@ -44,11 +44,13 @@ def weather(city: str) -> dict[str, object]:
 
 
 @server.tool(annotations=READ_ONLY)
-async def count_slowly(to: int) -> str:
-    """Count to a number, one a second (long enough to press Stop)."""
-    for _ in range(max(0, min(to, 60))):
+async def count_slowly(to: int, ctx: Context) -> str:
+    """Count to a number, one a second, each reported as progress (long enough to press Stop)."""
+    last = max(0, min(to, 60))
+    for number in range(1, last + 1):
         await asyncio.sleep(1)
-    return f"counted to {to}"
+        await ctx.report_progress(number, last, f"{number} of {last}")
+    return f"counted to {last}"
 
 
 @server.tool()

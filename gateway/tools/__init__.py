@@ -21,6 +21,7 @@ from chunkbridge.gateway.logging import get_logger
 from chunkbridge.gateway.tool_settings import ToolServerSettings
 from chunkbridge.gateway.tools.catalog import (
     CatalogTool,
+    Progress,
     ToolOutcome,
     build_catalog,
     unknown_tool,
@@ -29,7 +30,14 @@ from chunkbridge.gateway.tools.mcp_source import McpToolSource, ToolSourceUnavai
 from chunkbridge.gateway.tools.meta import answer
 from chunkbridge.protocol_specs import meta_tools
 
-__all__ = ["CatalogTool", "ToolOutcome", "ToolSourceUnavailable", "ToolSources", "unknown_tool"]
+__all__ = [
+    "CatalogTool",
+    "Progress",
+    "ToolOutcome",
+    "ToolSourceUnavailable",
+    "ToolSources",
+    "unknown_tool",
+]
 
 
 class ToolSources:
@@ -66,13 +74,15 @@ class ToolSources:
         self.log.info("tools.changed", server=source.name, tools=len(source.tools))
         self.on_change()
 
-    async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
-        """Run the catalog's tool ``name``."""
+    async def call(
+        self, name: str, arguments: dict[str, Any], progress: Progress | None = None
+    ) -> ToolOutcome:
+        """Run the catalog's tool ``name``; its progress reports go to ``progress``."""
         entry = self.catalog.get(name)
         started = time.monotonic()
         if entry is not None:
             server = entry.server
-            outcome = await self.sources[server].call(entry.tool.name, arguments)
+            outcome = await self.sources[server].call(entry.tool.name, arguments, progress)
         elif name in meta_tools.NAMES and self.meta:
             server = None
             outcome = answer(name, arguments, self.catalog)

@@ -11,7 +11,7 @@ server's ``max_output_bytes`` is cut, with a note saying so.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
@@ -20,6 +20,7 @@ from chunkbridge.gateway.tool_settings import ApprovalPolicy, ToolMode, ToolServ
 
 __all__ = [
     "CatalogTool",
+    "Progress",
     "RemoteTool",
     "ToolOutcome",
     "build_catalog",
@@ -50,6 +51,11 @@ class CatalogTool:
     needs_approval: bool
     #: Offered through the meta-tools, not as a definition of its own (``mode = "meta"``).
     meta: bool = False
+
+
+#: Told a running call's progress, as the server reported it: ``progress`` and, when the server
+#: gave them, ``total`` and ``message`` (MCP's ``notifications/progress``).
+Progress = Callable[[dict[str, Any]], None]
 
 
 @dataclass(frozen=True, slots=True)

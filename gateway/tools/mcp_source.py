@@ -27,7 +27,7 @@ import orjson
 
 from chunkbridge.gateway.logging import get_logger
 from chunkbridge.gateway.tool_settings import ToolServerSettings
-from chunkbridge.gateway.tools.catalog import RemoteTool, ToolOutcome, capped
+from chunkbridge.gateway.tools.catalog import Progress, RemoteTool, ToolOutcome, capped
 
 __all__ = ["McpToolSource", "ToolSourceUnavailable"]
 
@@ -160,12 +160,16 @@ class McpToolSource:
                 break
         return tools
 
-    async def call(self, tool: str, arguments: dict[str, Any]) -> ToolOutcome:
-        """Run ``tool`` (its server's own name) with ``arguments``."""
+    async def call(
+        self, tool: str, arguments: dict[str, Any], progress: Progress | None = None
+    ) -> ToolOutcome:
+        """Run ``tool`` (its server's own name) with ``arguments``; the server's progress
+        notifications for it go to ``progress`` (unless the server's ``progress`` is off)."""
         settings = self.settings
+        told = _progress_callback(progress) if progress and settings.progress else None
         try:
             async with asyncio.timeout(settings.tool_timeout):
-                result = await self._client.call_tool(tool, arguments)
+                result = await self._client.call_tool(tool, arguments, progress_callback=told)
         except TimeoutError:
             return ToolOutcome(error=f"{tool} took longer than {settings.tool_timeout:g} s")
         except Exception as exc:  # the server's or the connection's failure, for the model
@@ -188,3 +192,22 @@ class McpToolSource:
             await asyncio.wait(tasks, timeout=1.0)
         with contextlib.suppress(Exception):
             await self._stack.aclose()
+
+
+def _progress_callback(tell: Progress) -> Any:
+    """The SDK's progress callback (``progress, total, message``; numbers as floats) as one
+    small object, whole numbers kept whole."""
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        report: dict[str, Any] = {"progress": _number(done)}
+        if total is not None:
+            report["total"] = _number(total)
+        if message:
+            report["message"] = message
+        tell(report)
+
+    return progress
+
+
+def _number(value: float) -> float | int:
+    return int(value) if value.is_integer() else value

@@ -12,6 +12,10 @@ step-wise (``TurnOptions.steps``). The decisions are the sans-I/O
   whether the model is called again — with the message so far, assembled from the bytes the
   client was sent, as the continuation of the conversation the dialect builds its request from
   — or how the turn ends;
+* a running call's progress (MCP ``notifications/progress``) is shown as a preliminary output
+  of its part (``tool-output-available`` with ``preliminary: true``, the output the report
+  ``{progress, total?, message?}``), which its result replaces: the newest report of each call,
+  at most every ``PROGRESS_INTERVAL`` seconds while tools run, or with the model's next bytes;
 * a continuation that approved gateway calls runs them first, then calls the model;
 * Stop (or a timeout, or the client going away) cancels the running calls: the MCP client sends
   the server ``notifications/cancelled``, and the guard settles their parts as interrupted.
@@ -26,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from chunkbridge.gateway.errors import GatewayError
-from chunkbridge.gateway.tools import unknown_tool
+from chunkbridge.gateway.tools import Progress, unknown_tool
 from chunkbridge.gateway.transports.base import Upstream, UpstreamEnded
 from chunkbridge.gateway.turn.driver import DriverSettings, Totals, TurnDriver, Write
 from chunkbridge.kit import RequestRejected
@@ -37,12 +41,19 @@ from chunkbridge.translators.core.sse_codec import KEEPALIVE_FRAME, encode_chunk
 from chunkbridge.translators.core.steps import ReadyCall
 from chunkbridge.translators.core.turn import Chunk, EventTranslator, Turn
 
-__all__ = ["AgentDriver", "LoopParts", "NotOpened", "ToolRunner"]
+__all__ = ["PROGRESS_INTERVAL", "AgentDriver", "LoopParts", "NotOpened", "ToolRunner"]
+
+#: Seconds between two writes of progress reports while tools run (a server may report often;
+#: only each call's newest report is shown).
+PROGRESS_INTERVAL = 0.1
 
 
 class ToolRunner(Protocol):
-    async def call(self, name: str, arguments: dict[str, Any]) -> Any:
-        """A :class:`~chunkbridge.gateway.tools.ToolOutcome`; never raises (but cancellation)."""
+    async def call(
+        self, name: str, arguments: dict[str, Any], progress: Progress | None = None
+    ) -> Any:
+        """A :class:`~chunkbridge.gateway.tools.ToolOutcome`; never raises (but cancellation).
+        The call's progress reports go to ``progress``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +115,10 @@ class AgentDriver(TurnDriver):
         #: Running calls by tool call id.
         self._running: dict[str, asyncio.Task[Any]] = {}
         self._stopped = asyncio.Event()
+        #: Each running call's newest progress report not written yet, and when to write next.
+        self._progress: dict[str, dict[str, Any]] = {}
+        self._progressed = asyncio.Event()
+        self._progress_due = 0.0
         #: What went out since the assembler last read (the message so far is built from it).
         self._unread: list[bytes] = []
         self._approved = None if parts.approved is None else list(parts.approved)
@@ -132,6 +147,8 @@ class AgentDriver(TurnDriver):
     async def _write(self, write: Write, body: bytes) -> None:
         if self.steps.ready:
             body += encode_chunks(self.turn.emit(self._dispatch(self.steps.take_ready())))
+        if self._progress and not self.turn.done:
+            body += encode_chunks(self.turn.emit(self._reported()))
         if body:
             self._unread.append(body)
         await super()._write(write, body)
@@ -157,11 +174,31 @@ class AgentDriver(TurnDriver):
 
     def _start(self, call: ReadyCall) -> None:
         arguments = call.input if isinstance(call.input, dict) else {}
-        self._running[call.call_id] = asyncio.create_task(self._call(call.name, arguments))
+        task = asyncio.create_task(self._call(call.call_id, call.name, arguments))
+        self._running[call.call_id] = task
 
-    async def _call(self, name: str, arguments: dict[str, Any]) -> Any:
+    async def _call(self, call_id: str, name: str, arguments: dict[str, Any]) -> Any:
+        def progress(report: dict[str, Any]) -> None:
+            if call_id in self._running:  # not once its result is in
+                self._progress[call_id] = report
+                self._progressed.set()
+
         async with self._limit:
-            return await self.parts.tools.call(name, arguments)
+            return await self.parts.tools.call(name, arguments, progress)
+
+    def _reported(self) -> list[Chunk]:
+        """The progress reports not written yet, as preliminary outputs."""
+        reports, self._progress = self._progress, {}
+        self._progress_due = self.clock() + PROGRESS_INTERVAL
+        return [
+            {
+                "type": "tool-output-available",
+                "toolCallId": call_id,
+                "output": report,
+                "preliminary": True,
+            }
+            for call_id, report in reports.items()
+        ]
 
     # -- between model calls -------------------------------------------------------------------
 
@@ -205,29 +242,39 @@ class AgentDriver(TurnDriver):
         self.deadlines.event(self.clock())  # the tools' time is not the model's silence
 
     async def _results(self, write: Write) -> bool:
-        """Write each running call's result as it arrives; ``False`` when stopped first."""
+        """Write each running call's result as it arrives, and their progress; ``False`` when
+        stopped first."""
         keepalive = self.settings.keepalive_interval
-        timeout = None if keepalive == float("inf") else keepalive
         while self._running:
             if self.stop_request is not None:
                 return False
-            stop = asyncio.ensure_future(self._stopped.wait())
+            self._progressed.clear()
+            waits = [asyncio.ensure_future(self._stopped.wait())]
+            timeout = keepalive
+            if self._progress:  # a report waits for its interval
+                timeout = min(timeout, max(0.0, self._progress_due - self.clock()))
+            else:
+                waits.append(asyncio.ensure_future(self._progressed.wait()))
             try:
                 done, _ = await asyncio.wait(
-                    [*self._running.values(), stop],
-                    timeout=timeout,
+                    [*self._running.values(), *waits],
+                    timeout=None if timeout == float("inf") else timeout,
                     return_when=asyncio.FIRST_COMPLETED,
                 )
             finally:
-                stop.cancel()
+                for wait in waits:
+                    wait.cancel()
             chunks = []
             for call_id, task in list(self._running.items()):
                 if task in done:
                     del self._running[call_id]
+                    self._progress.pop(call_id, None)
                     chunks.append(_result_chunk(call_id, task.result()))
+            if self._progress and self.clock() >= self._progress_due:
+                chunks += self._reported()
             if chunks:
                 await self._write(write, encode_chunks(self.turn.emit(chunks)))
-            elif not done:
+            elif not done and not self._progress:
                 await write(KEEPALIVE_FRAME)
                 self.deadlines.wrote(self.clock())
         return self.stop_request is None
@@ -243,6 +290,7 @@ class AgentDriver(TurnDriver):
         for task in self._running.values():
             task.cancel()
         self._running.clear()
+        self._progress.clear()
 
 
 def _result_chunk(call_id: str, outcome: Any) -> Chunk:

@@ -72,6 +72,14 @@ def build(mark: str | None = None, name: str = "probe") -> MCPServer:
         return f"learned {name}"
 
     @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+    async def count(to: int, pause: float, ctx: Context) -> str:
+        """Count to ``to``, each number reported as progress, ``pause`` seconds apart."""
+        for number in range(1, to + 1):
+            await ctx.report_progress(number, to, f"at {number}")
+            await asyncio.sleep(pause)
+        return f"counted to {to}"
+
+    @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
     def big(size: int) -> str:
         """A long text."""
         return "é" * size

@@ -164,6 +164,12 @@ class Gateway:
             return self.config.approval_secret
         return self._own_secret
 
+    @property
+    def question_secret(self) -> str:
+        """What the questions of gateway tools are signed with: ``approval_secret``, or a key
+        of this process."""
+        return self.config.approval_secret or self._own_secret
+
     async def aclose(self) -> None:
         """Drain the open turns (each ends validly; up to ``drain_timeout``), write what they
         left to write, then close."""
@@ -247,9 +253,14 @@ class Gateway:
                 except GatewayError:
                     metrics.approvals.labels("refused").inc(len(answers))
                     raise
-                # approved gateway calls run before the model hears of them
-                approved = None if agent is None else agent.approved_calls(answers)
+                approved = None
                 try:
+                    # approved (or answered) gateway calls run before the model hears of them
+                    if agent is not None:
+                        answered = turn_input.answered_calls()
+                        approved = agent.approved_calls(answers, answered, self.question_secret)
+                        model_request = agent.model_view(chat_request)
+                        turn_input = dataclasses.replace(turn_input, request=model_request)
                     if approved is None:
                         upstream = await self.connector.open(turn_input, forward)
                     else:
@@ -309,6 +320,7 @@ class Gateway:
                 functools.partial(self.dialect.translator, translator_options),
                 MessageAssembler(config.target, continued),
                 approved,
+                self.question_secret,
             )
             driver = AgentDriver(
                 upstream, turn, self.driver_settings, parts, started=started, counters=metrics

@@ -26,7 +26,8 @@ SERVER = str(Path(__file__).resolve().parent / "mcp" / "tools_server.py")
 
 #: The tools of tests/mcp/tools_server.py.
 SERVER_TOOLS = {
-    *("add", "multiply", "slow", "env_of", "archive", "delete_branch", "learn", "big", "count")
+    *("add", "multiply", "slow", "env_of", "archive", "delete_branch", "learn", "big", "count"),
+    *("rename", "move"),
 }
 
 

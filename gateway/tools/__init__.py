@@ -22,18 +22,22 @@ from chunkbridge.gateway.tool_settings import ToolServerSettings
 from chunkbridge.gateway.tools.catalog import (
     CatalogTool,
     Progress,
+    ToolAnswer,
     ToolOutcome,
+    ToolQuestion,
     build_catalog,
     unknown_tool,
 )
 from chunkbridge.gateway.tools.mcp_source import McpToolSource, ToolSourceUnavailable
-from chunkbridge.gateway.tools.meta import answer
+from chunkbridge.gateway.tools.meta import answer as meta_answer
 from chunkbridge.protocol_specs import meta_tools
 
 __all__ = [
     "CatalogTool",
     "Progress",
+    "ToolAnswer",
     "ToolOutcome",
+    "ToolQuestion",
     "ToolSourceUnavailable",
     "ToolSources",
     "unknown_tool",
@@ -75,17 +79,23 @@ class ToolSources:
         self.on_change()
 
     async def call(
-        self, name: str, arguments: dict[str, Any], progress: Progress | None = None
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        progress: Progress | None = None,
+        answer: ToolAnswer | None = None,
     ) -> ToolOutcome:
-        """Run the catalog's tool ``name``; its progress reports go to ``progress``."""
+        """Run the catalog's tool ``name`` (again, with the user's ``answer`` to its question);
+        its progress reports go to ``progress``."""
         entry = self.catalog.get(name)
         started = time.monotonic()
         if entry is not None:
             server = entry.server
-            outcome = await self.sources[server].call(entry.tool.name, arguments, progress)
+            source = self.sources[server]
+            outcome = await source.call(entry.tool.name, arguments, progress, answer)
         elif name in meta_tools.NAMES and self.meta:
             server = None
-            outcome = answer(name, arguments, self.catalog)
+            outcome = meta_answer(name, arguments, self.catalog)
         else:
             return unknown_tool(name)
         self.log.info(
@@ -93,6 +103,7 @@ class ToolSources:
             tool=name,
             server=server,
             ok=outcome.error is None,
+            asks=outcome.asks is not None,
             seconds=round(time.monotonic() - started, 4),
         )
         return outcome

@@ -22,7 +22,9 @@ __all__ = [
     "CatalogTool",
     "Progress",
     "RemoteTool",
+    "ToolAnswer",
     "ToolOutcome",
+    "ToolQuestion",
     "build_catalog",
     "capped",
     "picked",
@@ -59,11 +61,35 @@ Progress = Callable[[dict[str, Any]], None]
 
 
 @dataclass(frozen=True, slots=True)
+class ToolQuestion:
+    """The server needs the user's input to go on (an MCP form elicitation): ask ``message``
+    (answers of ``schema``), then call again with the answer under ``key`` and ``state``."""
+
+    key: str
+    message: str
+    schema: dict[str, Any]
+    state: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolAnswer:
+    """The user's answer to a :class:`ToolQuestion`, for the call made again: MCP's
+    ``ElicitResult`` (``action``: accept, decline or cancel; ``content``)."""
+
+    key: str
+    action: str
+    content: dict[str, Any] | None
+    state: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class ToolOutcome:
-    """A call's result: its output (JSON), or the error the model is told."""
+    """A call's result: its output (JSON), or the error the model is told, or the question the
+    call waits on."""
 
     output: Any = None
     error: str | None = None
+    asks: ToolQuestion | None = None
 
 
 def unknown_tool(name: str) -> ToolOutcome:

@@ -9,6 +9,13 @@ changed is listed again, then ``on_change`` is called: on the 2026-07-28 protoco
 comes on a ``subscriptions/listen`` stream kept open for it, before that as a
 ``notifications/tools/list_changed``.
 
+A call that needs the user's input (MCP 2026-07-28: an ``InputRequiredResult`` with a form
+elicitation) ends with the question (:class:`~chunkbridge.gateway.tools.catalog.ToolQuestion`);
+the call made again with the answer (:class:`~chunkbridge.gateway.tools.catalog.ToolAnswer`)
+carries it and the server's state — nothing waits in this process meanwhile. A server of an
+older protocol that asks in the middle of a call (``elicitation/create``) is refused, said in a
+log line: its call cannot outlive the turn that must end for the user to answer.
+
 A call is bounded by the server's ``tool_timeout``; a call that is cancelled — a stop, a
 timeout — is abandoned with the protocol's ``notifications/cancelled``, which the SDK sends, so
 the server stops its work too. Every failure is a
@@ -27,12 +34,22 @@ import orjson
 
 from chunkbridge.gateway.logging import get_logger
 from chunkbridge.gateway.tool_settings import ToolServerSettings
-from chunkbridge.gateway.tools.catalog import Progress, RemoteTool, ToolOutcome, capped
+from chunkbridge.gateway.tools.catalog import (
+    Progress,
+    RemoteTool,
+    ToolAnswer,
+    ToolOutcome,
+    ToolQuestion,
+    capped,
+)
 
 __all__ = ["McpToolSource", "ToolSourceUnavailable"]
 
 #: Pages of ``tools/list`` read at most (a server that never stops paging is cut off).
 MAX_PAGES = 100
+#: Pauses before a call is made again when the server answered only with its state (MCP
+#: 2026-07-28: an ``InputRequiredResult`` that asks nothing), as the SDK's own client waits.
+STATE_ONLY_PAUSES = (0.05, 0.1, 0.2, 0.25, 0.25, 0.25, 0.25, 0.25, 0.25)
 #: Seconds before a dropped ``subscriptions/listen`` stream is opened again.
 LISTEN_RETRY = 5.0
 
@@ -66,7 +83,12 @@ class McpToolSource:
         from mcp.client.stdio import StdioServerParameters
 
         settings = self.settings
-        handler = self._message
+        # the elicitation callback also says the gateway can ask (MCP 2026-07-28 servers
+        # check it before they ask through an InputRequiredResult)
+        hooks: dict[str, Any] = {
+            "message_handler": self._message,
+            "elicitation_callback": self._elicited_mid_call,
+        }
         if settings.command is not None:
             parameters = StdioServerParameters(
                 command=settings.command,
@@ -74,17 +96,31 @@ class McpToolSource:
                 env=dict(settings.env),
                 cwd=settings.cwd,
             )
-            return Client(parameters, message_handler=handler)
+            return Client(parameters, **hooks)
         assert settings.url is not None
         if not settings.headers:
-            return Client(settings.url, message_handler=handler)
+            return Client(settings.url, **hooks)
         import httpx2
         from mcp.client.streamable_http import streamable_http_client
 
         http = httpx2.AsyncClient(headers=settings.headers)
         self._stack.push_async_callback(http.aclose)
-        return Client(
-            streamable_http_client(settings.url, http_client=http), message_handler=handler
+        return Client(streamable_http_client(settings.url, http_client=http), **hooks)
+
+    async def _elicited_mid_call(self, context: Any, params: Any) -> Any:
+        """An older protocol's ``elicitation/create`` in the middle of a call: refused (see
+        the module)."""
+        from mcp.types import INVALID_REQUEST, ErrorData
+
+        self.log.warning(
+            "tools.elicitation_refused",
+            server=self.name,
+            protocol=getattr(self._client, "protocol_version", None),
+            hint="the gateway asks the user through MCP 2026-07-28 input requests",
+        )
+        return ErrorData(
+            code=INVALID_REQUEST,
+            message="this client asks the user only through input requests (MCP 2026-07-28)",
         )
 
     async def _message(self, message: Any) -> None:
@@ -161,19 +197,47 @@ class McpToolSource:
         return tools
 
     async def call(
-        self, tool: str, arguments: dict[str, Any], progress: Progress | None = None
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        progress: Progress | None = None,
+        answer: ToolAnswer | None = None,
     ) -> ToolOutcome:
-        """Run ``tool`` (its server's own name) with ``arguments``; the server's progress
-        notifications for it go to ``progress`` (unless the server's ``progress`` is off)."""
+        """Run ``tool`` (its server's own name) with ``arguments`` — again with the user's
+        ``answer`` to the question it asked; the server's progress notifications for it go to
+        ``progress`` (unless the server's ``progress`` is off)."""
+        from mcp.types import ElicitResult, InputRequiredResult
+
         settings = self.settings
         told = _progress_callback(progress) if progress and settings.progress else None
+        again: dict[str, Any] = {}
+        if answer is not None:
+            response = ElicitResult.model_validate(
+                {"action": answer.action, "content": answer.content}
+            )
+            again = {"input_responses": {answer.key: response}, "request_state": answer.state}
         try:
             async with asyncio.timeout(settings.tool_timeout):
-                result = await self._client.call_tool(tool, arguments, progress_callback=told)
+                result = await self._client.session.call_tool(
+                    tool, arguments, progress_callback=told, allow_input_required=True, **again
+                )
+                for pause in STATE_ONLY_PAUSES:  # the server is not done: only its state back
+                    if not isinstance(result, InputRequiredResult) or result.input_requests:
+                        break
+                    await asyncio.sleep(pause)
+                    result = await self._client.session.call_tool(
+                        tool,
+                        arguments,
+                        progress_callback=told,
+                        allow_input_required=True,
+                        request_state=result.request_state,
+                    )
         except TimeoutError:
             return ToolOutcome(error=f"{tool} took longer than {settings.tool_timeout:g} s")
         except Exception as exc:  # the server's or the connection's failure, for the model
             return ToolOutcome(error=f"{tool} failed: {type(exc).__name__}: {exc}")
+        if isinstance(result, InputRequiredResult):
+            return _question(tool, result)
         texts = [getattr(c, "text", None) or f"[{c.type}]" for c in result.content]
         if result.is_error:
             error = "\n".join(texts) or f"{tool} failed"
@@ -192,6 +256,22 @@ class McpToolSource:
             await asyncio.wait(tasks, timeout=1.0)
         with contextlib.suppress(Exception):
             await self._stack.aclose()
+
+
+def _question(tool: str, result: Any) -> ToolOutcome:
+    """The first form elicitation of an ``InputRequiredResult`` (the server asks the rest, if
+    any, when called again); what the gateway cannot ask — sampling, roots, a URL to open —
+    is an error for the model."""
+    from mcp.types import ElicitRequestFormParams
+
+    requests = result.input_requests or {}
+    for key, request in requests.items():
+        params = getattr(request, "params", None)
+        if isinstance(params, ElicitRequestFormParams):
+            schema = dict(params.requested_schema)
+            return ToolOutcome(asks=ToolQuestion(key, params.message, schema, result.request_state))
+    asked = ", ".join(sorted({getattr(r, "method", "?") for r in requests.values()})) or "nothing"
+    return ToolOutcome(error=f"{tool} asked for {asked}, which the gateway does not provide")
 
 
 def _progress_callback(tell: Progress) -> Any:

@@ -16,7 +16,11 @@ step-wise (``TurnOptions.steps``). The decisions are the sans-I/O
   of its part (``tool-output-available`` with ``preliminary: true``, the output the report
   ``{progress, total?, message?}``), which its result replaces: the newest report of each call,
   at most every ``PROGRESS_INTERVAL`` seconds while tools run, or with the model's next bytes;
-* a continuation that approved gateway calls runs them first, then calls the model;
+* a call whose server asks the user (an MCP elicitation; ``protocol_specs/elicitation.py``)
+  becomes a question: a preliminary output on its part and an ``ask_user`` call signed with
+  ``question_secret``; the turn ends after the step for the app to answer;
+* a continuation that approved gateway calls, or answered their questions, runs them first
+  (again, with the answer), then calls the model;
 * Stop (or a timeout, or the client going away) cancels the running calls: the MCP client sends
   the server ``notifications/cancelled``, and the guard settles their parts as interrupted.
 """
@@ -30,10 +34,16 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from chunkbridge.gateway.errors import GatewayError
-from chunkbridge.gateway.tools import Progress, unknown_tool
+from chunkbridge.gateway.tools import Progress, ToolAnswer, ToolQuestion, unknown_tool
 from chunkbridge.gateway.transports.base import Upstream, UpstreamEnded
 from chunkbridge.gateway.turn.driver import DriverSettings, Totals, TurnDriver, Write
 from chunkbridge.kit import RequestRejected
+from chunkbridge.protocol_specs.elicitation import (
+    ASK_SUFFIX,
+    elicitation_question,
+    elicitation_signature,
+)
+from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL
 from chunkbridge.translators.core.agent_loop import AgentLoop, CallKind
 from chunkbridge.translators.core.closing import CloseReason, CloseRequest
 from chunkbridge.translators.core.message_assembly import MessageAssembler
@@ -50,10 +60,15 @@ PROGRESS_INTERVAL = 0.1
 
 class ToolRunner(Protocol):
     async def call(
-        self, name: str, arguments: dict[str, Any], progress: Progress | None = None
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        progress: Progress | None = None,
+        answer: ToolAnswer | None = None,
     ) -> Any:
         """A :class:`~chunkbridge.gateway.tools.ToolOutcome`; never raises (but cancellation).
-        The call's progress reports go to ``progress``."""
+        The call's progress reports go to ``progress``; ``answer``: the user's answer to the
+        question the call asked before."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,10 +83,13 @@ class LoopParts:
     translator: Callable[[], EventTranslator]
     #: Builds the message so far from the bytes written (the continued message included).
     assembler: MessageAssembler
-    #: A continuation that answered approvals of gateway tools: the calls approved, which run
-    #: before the first model call (the denied ones are reported first); ``None``: no answers.
+    #: A continuation that answered approvals of gateway tools or their questions: the calls
+    #: approved or answered, which run before the first model call (the denied ones are
+    #: reported first); ``None``: no answers.
     approved: Sequence[ReadyCall] | None = None
     concurrency: int = 8
+    #: Signs the questions gateway calls ask (the continuation's answer must match).
+    question_secret: str = ""
 
 
 class NotOpened:
@@ -112,8 +130,11 @@ class AgentDriver(TurnDriver):
         self.parts = parts
         self.loop = parts.loop
         self._limit = asyncio.Semaphore(parts.concurrency)
-        #: Running calls by tool call id.
+        #: Running calls by tool call id, and what they were asked to do.
         self._running: dict[str, asyncio.Task[Any]] = {}
+        self._calls: dict[str, ReadyCall] = {}
+        #: The questions of this step's calls, asked once every call of it is done.
+        self._questions: list[Chunk] = []
         self._stopped = asyncio.Event()
         #: Each running call's newest progress report not written yet, and when to write next.
         self._progress: dict[str, dict[str, Any]] = {}
@@ -174,17 +195,51 @@ class AgentDriver(TurnDriver):
 
     def _start(self, call: ReadyCall) -> None:
         arguments = call.input if isinstance(call.input, dict) else {}
-        task = asyncio.create_task(self._call(call.call_id, call.name, arguments))
+        task = asyncio.create_task(self._call(call.call_id, call.name, arguments, call.answer))
         self._running[call.call_id] = task
+        self._calls[call.call_id] = call
 
-    async def _call(self, call_id: str, name: str, arguments: dict[str, Any]) -> Any:
+    async def _call(
+        self, call_id: str, name: str, arguments: dict[str, Any], answer: ToolAnswer | None
+    ) -> Any:
         def progress(report: dict[str, Any]) -> None:
             if call_id in self._running:  # not once its result is in
                 self._progress[call_id] = report
                 self._progressed.set()
 
         async with self._limit:
-            return await self.parts.tools.call(name, arguments, progress)
+            return await self.parts.tools.call(name, arguments, progress, answer)
+
+    def _ask(self, call: ReadyCall, question: ToolQuestion) -> Chunk:
+        """The call's question to the user: its part waits (a preliminary output, written at
+        once), and an ``ask_user`` call asks — in a step of its own after the step's other
+        results (so that a client sending when the last step's calls are all answered sends
+        once the question is); the turn ends there."""
+        self.loop.asked()
+        ask_id = f"{call.call_id}{ASK_SUFFIX}{uuid.uuid4().hex[:8]}"  # one per question
+        elicitation = {
+            "toolCallId": call.call_id,
+            "toolName": call.name,
+            "arguments": call.input if isinstance(call.input, dict) else {},
+            "key": question.key,
+            "requestState": question.state,
+        }
+        form = elicitation_question(question.message, question.schema, elicitation)
+        elicitation["signature"] = elicitation_signature(self.parts.question_secret, ask_id, form)
+        self._questions.append(
+            {
+                "type": "tool-input-available",
+                "toolCallId": ask_id,
+                "toolName": QUESTION_TOOL,
+                "input": form,
+            }
+        )
+        return {
+            "type": "tool-output-available",
+            "toolCallId": call.call_id,
+            "output": {"question": question.message},
+            "preliminary": True,
+        }
 
     def _reported(self) -> list[Chunk]:
         """The progress reports not written yet, as preliminary outputs."""
@@ -220,8 +275,13 @@ class AgentDriver(TurnDriver):
         await self._write(write, encode_chunks(self.turn.emit([{"type": "start-step"}])))
         for call in calls:
             self._start(call)
-        if await self._results(write):  # stopped: the run loop writes the ending
-            await self._open_model(write)
+        if not await self._results(write):
+            return  # stopped: the run loop writes the ending
+        step = CloseRequest(CloseReason.COMPLETED, finish_reason="tool-calls")
+        if self.loop.waiting and (ending := self.loop.step_ended(step)) is not None:
+            await self._write(write, encode_chunks(self.turn.close(ending)))  # asked again
+            return
+        await self._open_model(write)
 
     async def _open_model(self, write: Write) -> None:
         """Call the model with the message so far; its stream is the next step."""
@@ -264,20 +324,36 @@ class AgentDriver(TurnDriver):
             finally:
                 for wait in waits:
                     wait.cancel()
-            chunks = []
+            chunks: list[Chunk] = []
+            asking: list[str] = []
             for call_id, task in list(self._running.items()):
                 if task in done:
                     del self._running[call_id]
+                    call = self._calls.pop(call_id)
                     self._progress.pop(call_id, None)
-                    chunks.append(_result_chunk(call_id, task.result()))
+                    outcome = task.result()
+                    if outcome.asks is None:
+                        chunks.append(_result_chunk(call_id, outcome))
+                    else:
+                        chunks.append(self._ask(call, outcome.asks))
+                        asking.append(call_id)
             if self._progress and self.clock() >= self._progress_due:
                 chunks += self._reported()
             if chunks:
-                await self._write(write, encode_chunks(self.turn.emit(chunks)))
+                out = self.turn.emit(chunks)
+                for call_id in asking:
+                    self.turn.waits_on_app(call_id)
+                await self._write(write, encode_chunks(out))
             elif not done and not self._progress:
                 await write(KEEPALIVE_FRAME)
                 self.deadlines.wrote(self.clock())
-        return self.stop_request is None
+        if self.stop_request is not None:
+            return False
+        if self._questions:  # in a step of their own (see _ask)
+            questions, self._questions = self._questions, []
+            step = [{"type": "finish-step"}, {"type": "start-step"}, *questions]
+            await self._write(write, encode_chunks(self.turn.emit(step)))
+        return True
 
     def _message(self) -> dict[str, Any]:
         assembler = self.parts.assembler
@@ -290,6 +366,7 @@ class AgentDriver(TurnDriver):
         for task in self._running.values():
             task.cancel()
         self._running.clear()
+        self._calls.clear()
         self._progress.clear()
 
 

@@ -10,24 +10,32 @@ one it calls). Only model-provider dialects get tools: an agent backend runs its
 Each next model call is built by the dialect from the conversation the client sent, with the
 assistant message so far (assembled from what the client was sent) as its last message — the
 same request a client continuing the message would cause, so the loop needs nothing of a
-dialect beyond what a continuation needs.
+dialect beyond what a continuation needs. The questions gateway calls asked
+(``protocol_specs/elicitation.py``) are left out of it: they are the tools', not the model's.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hmac
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from chunkbridge.gateway.config import ConfigError
-from chunkbridge.gateway.tools import ToolSources
+from chunkbridge.gateway.errors import BadRequest
+from chunkbridge.gateway.tools import ToolAnswer, ToolSources
 from chunkbridge.gateway.transports.base import Upstream
 from chunkbridge.gateway.transports.connectors import Connector
 from chunkbridge.gateway.turn.agent import LoopParts
-from chunkbridge.kit import ApprovalAnswer, ProviderSettings, TurnInput
+from chunkbridge.kit import AnsweredCall, ApprovalAnswer, ProviderSettings, TurnInput
 from chunkbridge.protocol_specs import meta_tools
-from chunkbridge.protocol_specs.chat_request import UIMessage
+from chunkbridge.protocol_specs.chat_request import ChatRequest, ToolPart, UIMessage
+from chunkbridge.protocol_specs.elicitation import (
+    elicitation_response,
+    elicitation_signature,
+    is_elicitation_question,
+)
 from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL
 from chunkbridge.translators.core.agent_loop import AgentLoop, ToolPolicy
 from chunkbridge.translators.core.message_assembly import MessageAssembler
@@ -50,13 +58,44 @@ class AgentSetup:
     #: Some gateway tool waits for the app's approval.
     asks: bool
 
-    def approved_calls(self, answers: Sequence[ApprovalAnswer]) -> list[ReadyCall] | None:
-        """The approved calls of gateway tools a continuation answered, to run first; ``None``
-        when it answered none of them."""
+    def approved_calls(
+        self, answers: Sequence[ApprovalAnswer], answered: Sequence[AnsweredCall], secret: str
+    ) -> list[ReadyCall] | None:
+        """The calls of gateway tools a continuation lets go on, to run first: the approved
+        ones, and those made again with the answer to their question (whose signature must
+        verify: :class:`BadRequest` otherwise); ``None`` when it answered none of them."""
         ours = [a for a in answers if a.tool_name in self.policy.gateway]
-        if not ours:
+        questions = [a for a in answered if is_elicitation_question(a.tool_name, a.input)]
+        if not ours and not questions:
             return None
-        return [ReadyCall(a.tool_call_id, a.tool_name, a.input) for a in ours if a.approved]
+        calls = [ReadyCall(a.tool_call_id, a.tool_name, a.input) for a in ours if a.approved]
+        return calls + [self._answered(question, secret) for question in questions]
+
+    def _answered(self, question: AnsweredCall, secret: str) -> ReadyCall:
+        form = question.input
+        elicitation = form["elicitation"]
+        signature = elicitation.get("signature")
+        expected = elicitation_signature(secret, question.tool_call_id, form)
+        if not isinstance(signature, str) or not hmac.compare_digest(signature, expected):
+            raise BadRequest("This answer is to a question the gateway did not ask.")
+        schema = form.get("schema")
+        action, content = elicitation_response(
+            question.output, question.is_error, schema if isinstance(schema, dict) else {}
+        )
+        key, state = elicitation.get("key"), elicitation.get("requestState")
+        call_id, name = elicitation.get("toolCallId"), elicitation.get("toolName")
+        if not all(isinstance(v, str) for v in (key, call_id, name)):
+            raise BadRequest("This answer is to a question the gateway did not ask.")
+        answer = ToolAnswer(key, action, content, state if isinstance(state, str) else None)
+        return ReadyCall(call_id, name, elicitation.get("arguments"), answer=answer)
+
+    @staticmethod
+    def model_view(request: ChatRequest) -> ChatRequest:
+        """``request`` without the questions gateway calls asked (see the module)."""
+        if not any(_asks(part) for message in request.messages for part in message.parts):
+            return request
+        messages = [_without_questions(message) for message in request.messages]
+        return request.model_copy(update={"messages": messages})
 
     def parts(
         self,
@@ -66,13 +105,14 @@ class AgentSetup:
         translator: Callable[[], EventTranslator],
         assembler: MessageAssembler,
         approved: list[ReadyCall] | None,
+        question_secret: str,
     ) -> LoopParts:
         """What the driver of one loop turn needs (see the module for the next requests)."""
         request = turn_input.request
         earlier = request.messages[:-1] if request.continued_message() else request.messages
 
         async def open_step(message: dict[str, Any]) -> Upstream:
-            messages = [*earlier, UIMessage.model_validate(message)]
+            messages = [*earlier, _without_questions(UIMessage.model_validate(message))]
             step_request = request.model_copy(update={"messages": messages})
             step_input = dataclasses.replace(turn_input, request=step_request)
             return await connector.open(step_input, forward)
@@ -85,7 +125,25 @@ class AgentSetup:
             assembler=assembler,
             approved=approved,
             concurrency=self.concurrency,
+            question_secret=question_secret,
         )
+
+
+def _asks(part: Any) -> bool:
+    return isinstance(part, ToolPart) and is_elicitation_question(part.tool_name, part.input)
+
+
+def _without_questions(message: UIMessage) -> UIMessage:
+    """The message without the tools' questions, nor the steps they leave empty."""
+    kept = [part for part in message.parts if not _asks(part)]
+    if len(kept) == len(message.parts):
+        return message
+    parts = [
+        part
+        for i, part in enumerate(kept)
+        if part.type != "step-start" or (i + 1 < len(kept) and kept[i + 1].type != "step-start")
+    ]
+    return message.model_copy(update={"parts": parts})
 
 
 def agent_setup(

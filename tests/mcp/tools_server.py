@@ -10,10 +10,30 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Annotated
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.resolve import Elicit, Resolve
 from mcp.types import ToolAnnotations
+from pydantic import BaseModel
+
+
+class NewName(BaseModel):
+    name: str
+
+
+class Folder(BaseModel):
+    folder: str
+
+
+def ask_new_name(file: str) -> Elicit[NewName]:
+    """``rename`` asks the user (MCP 2026-07-28: an input request of the call's result)."""
+    return Elicit(f"New name for {file}?", NewName)
+
+
+def ask_folder(file: str) -> Elicit[Folder]:
+    return Elicit(f"Which folder for {file}?", Folder)
 
 
 def build(mark: str | None = None, name: str = "probe") -> MCPServer:
@@ -78,6 +98,20 @@ def build(mark: str | None = None, name: str = "probe") -> MCPServer:
             await ctx.report_progress(number, to, f"at {number}")
             await asyncio.sleep(pause)
         return f"counted to {to}"
+
+    @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+    async def rename(file: str, new: Annotated[NewName, Resolve(ask_new_name)]) -> str:
+        """Rename a file; the new name is asked of the user."""
+        return f"renamed {file} to {new.name}"
+
+    @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+    async def move(
+        file: str,
+        new: Annotated[NewName, Resolve(ask_new_name)],
+        folder: Annotated[Folder, Resolve(ask_folder)],
+    ) -> str:
+        """Move a file: two questions, asked together (the gateway asks one at a time)."""
+        return f"moved {file} to {folder.folder}/{new.name}"
 
     @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
     def big(size: int) -> str:

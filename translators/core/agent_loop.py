@@ -13,6 +13,8 @@ AI SDK's own loop (``streamText`` with ``stopWhen: stepCountIs(n)``):
   (:attr:`CallKind.APPROVE`) when the tool's approval policy says so;
 * a call of a tool the app runs (a declared client tool, ``ask_user``) is the app's: the turn ends
   after the step, at ``input-available``, as without the loop; the continuation request goes on;
+* a gateway call that asks the user (an MCP elicitation) ends the turn after the step like the
+  app's call would; the continuation runs it again with the answer;
 * a call of a tool nobody has (a name the model made up) is never run: it gets an error result,
   which the model reads in the next step;
 * the model is called again after a step whose calls were all run here, unless ``max_steps``
@@ -118,6 +120,16 @@ class AgentLoop:
         else:
             self._app += 1
         return kind
+
+    @property
+    def waiting(self) -> bool:
+        """A call of this step waits for the app (its own, an approval or a question)."""
+        return bool(self._app or self._approvals)
+
+    def asked(self) -> None:
+        """A gateway call of this step waits on the user's answer to its question: the turn
+        ends after the step, as for the app's tools; the continuation calls it again."""
+        self._app += 1
 
     def step_ended(self, request: CloseRequest) -> CloseRequest | None:
         """The model completed the current step with ``request`` (its finishReason and

@@ -55,6 +55,8 @@ class ReadyCall:
     input: Any
     #: One call of a ``tools_call`` batch.
     batched: bool = False
+    #: A call made again with the user's answer to the question it asked (the shell's type).
+    answer: Any = None
 
 
 class StepJoin:

@@ -266,6 +266,13 @@ class Turn:
         except Exception as exc:
             return self._internal_error(exc)
 
+    def waits_on_app(self, call_id: str) -> None:
+        """The gateway's call ``call_id`` waits for the app (its question): at the end of the
+        turn it stays open, as a call awaiting approval does, instead of being settled."""
+        record = self.guard.model.tools.get(call_id)
+        if record is not None:
+            record.awaiting_approval = True
+
     def emit(self, chunks: Sequence[Chunk]) -> list[Chunk]:
         """Chunks the gateway itself adds (the agent loop's tool results, step boundaries,
         approval requests), through the guard like the translator's. Never raises."""

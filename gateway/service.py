@@ -242,9 +242,10 @@ class Gateway:
             )
             try:
                 answers = turn_input.approval_answers
+                answered = turn_input.answered_calls()
                 questions = [
                     QuestionAnswer(call.tool_call_id)
-                    for call in turn_input.answered_calls()
+                    for call in answered
                     if call.tool_name == QUESTION_TOOL
                 ]
                 # the first request with an answer wins; the upstream hears only checked ones
@@ -257,7 +258,6 @@ class Gateway:
                 try:
                     # approved (or answered) gateway calls run before the model hears of them
                     if agent is not None:
-                        answered = turn_input.answered_calls()
                         approved = agent.approved_calls(answers, answered, self.question_secret)
                         model_request = agent.model_view(chat_request)
                         turn_input = dataclasses.replace(turn_input, request=model_request)

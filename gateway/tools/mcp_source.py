@@ -210,28 +210,29 @@ class McpToolSource:
 
         settings = self.settings
         told = _progress_callback(progress) if progress and settings.progress else None
-        again: dict[str, Any] = {}
+        responses: dict[str, Any] | None = None
+        state: str | None = None
         if answer is not None:
             response = ElicitResult.model_validate(
                 {"action": answer.action, "content": answer.content}
             )
-            again = {"input_responses": {answer.key: response}, "request_state": answer.state}
+            responses, state = {answer.key: response}, answer.state
         try:
             async with asyncio.timeout(settings.tool_timeout):
-                result = await self._client.session.call_tool(
-                    tool, arguments, progress_callback=told, allow_input_required=True, **again
-                )
-                for pause in STATE_ONLY_PAUSES:  # the server is not done: only its state back
-                    if not isinstance(result, InputRequiredResult) or result.input_requests:
-                        break
-                    await asyncio.sleep(pause)
+                for pause in (0.0, *STATE_ONLY_PAUSES):
+                    if pause:
+                        await asyncio.sleep(pause)
                     result = await self._client.session.call_tool(
                         tool,
                         arguments,
                         progress_callback=told,
                         allow_input_required=True,
-                        request_state=result.request_state,
+                        input_responses=responses,
+                        request_state=state,
                     )
+                    if not isinstance(result, InputRequiredResult) or result.input_requests:
+                        break
+                    responses, state = None, result.request_state  # not done: only its state
         except TimeoutError:
             return ToolOutcome(error=f"{tool} took longer than {settings.tool_timeout:g} s")
         except Exception as exc:  # the server's or the connection's failure, for the model

@@ -130,9 +130,8 @@ class AgentDriver(TurnDriver):
         self.parts = parts
         self.loop = parts.loop
         self._limit = asyncio.Semaphore(parts.concurrency)
-        #: Running calls by tool call id, and what they were asked to do.
-        self._running: dict[str, asyncio.Task[Any]] = {}
-        self._calls: dict[str, ReadyCall] = {}
+        #: Running calls by tool call id (each task's result: the call and its outcome).
+        self._running: dict[str, asyncio.Task[tuple[ReadyCall, Any]]] = {}
         #: The questions of this step's calls, asked once every call of it is done.
         self._questions: list[Chunk] = []
         self._stopped = asyncio.Event()
@@ -194,21 +193,21 @@ class AgentDriver(TurnDriver):
         return out
 
     def _start(self, call: ReadyCall) -> None:
-        arguments = call.input if isinstance(call.input, dict) else {}
-        task = asyncio.create_task(self._call(call.call_id, call.name, arguments, call.answer))
-        self._running[call.call_id] = task
-        self._calls[call.call_id] = call
+        self._running[call.call_id] = asyncio.create_task(self._call(call))
 
-    async def _call(
-        self, call_id: str, name: str, arguments: dict[str, Any], answer: ToolAnswer | None
-    ) -> Any:
+    async def _call(self, call: ReadyCall) -> tuple[ReadyCall, Any]:
+        call_id = call.call_id
+
         def progress(report: dict[str, Any]) -> None:
             if call_id in self._running:  # not once its result is in
                 self._progress[call_id] = report
                 self._progressed.set()
 
         async with self._limit:
-            return await self.parts.tools.call(name, arguments, progress, answer)
+            outcome = await self.parts.tools.call(
+                call.name, _arguments(call), progress, call.answer
+            )
+        return call, outcome
 
     def _ask(self, call: ReadyCall, question: ToolQuestion) -> Chunk:
         """The call's question to the user: its part waits (a preliminary output, written at
@@ -220,7 +219,7 @@ class AgentDriver(TurnDriver):
         elicitation = {
             "toolCallId": call.call_id,
             "toolName": call.name,
-            "arguments": call.input if isinstance(call.input, dict) else {},
+            "arguments": _arguments(call),
             "key": question.key,
             "requestState": question.state,
         }
@@ -234,26 +233,13 @@ class AgentDriver(TurnDriver):
                 "input": form,
             }
         )
-        return {
-            "type": "tool-output-available",
-            "toolCallId": call.call_id,
-            "output": {"question": question.message},
-            "preliminary": True,
-        }
+        return _preliminary(call.call_id, {"question": question.message})
 
     def _reported(self) -> list[Chunk]:
         """The progress reports not written yet, as preliminary outputs."""
         reports, self._progress = self._progress, {}
         self._progress_due = self.clock() + PROGRESS_INTERVAL
-        return [
-            {
-                "type": "tool-output-available",
-                "toolCallId": call_id,
-                "output": report,
-                "preliminary": True,
-            }
-            for call_id, report in reports.items()
-        ]
+        return [_preliminary(call_id, report) for call_id, report in reports.items()]
 
     # -- between model calls -------------------------------------------------------------------
 
@@ -329,9 +315,8 @@ class AgentDriver(TurnDriver):
             for call_id, task in list(self._running.items()):
                 if task in done:
                     del self._running[call_id]
-                    call = self._calls.pop(call_id)
                     self._progress.pop(call_id, None)
-                    outcome = task.result()
+                    call, outcome = task.result()
                     if outcome.asks is None:
                         chunks.append(_result_chunk(call_id, outcome))
                     else:
@@ -366,8 +351,21 @@ class AgentDriver(TurnDriver):
         for task in self._running.values():
             task.cancel()
         self._running.clear()
-        self._calls.clear()
         self._progress.clear()
+
+
+def _arguments(call: ReadyCall) -> dict[str, Any]:
+    return call.input if isinstance(call.input, dict) else {}
+
+
+def _preliminary(call_id: str, output: Any) -> Chunk:
+    """A running call's output so far (its progress, its question): its result replaces it."""
+    return {
+        "type": "tool-output-available",
+        "toolCallId": call_id,
+        "output": output,
+        "preliminary": True,
+    }
 
 
 def _result_chunk(call_id: str, outcome: Any) -> Chunk:

@@ -72,20 +72,21 @@ class AgentSetup:
         return calls + [self._answered(question, secret) for question in questions]
 
     def _answered(self, question: AnsweredCall, secret: str) -> ReadyCall:
+        """The call a question's answer lets go on: the question must be the one the gateway
+        signed (:class:`BadRequest` otherwise)."""
         form = question.input
         elicitation = form["elicitation"]
+        key, state = elicitation.get("key"), elicitation.get("requestState")
+        call_id, name = elicitation.get("toolCallId"), elicitation.get("toolName")
         signature = elicitation.get("signature")
         expected = elicitation_signature(secret, question.tool_call_id, form)
-        if not isinstance(signature, str) or not hmac.compare_digest(signature, expected):
+        genuine = isinstance(signature, str) and hmac.compare_digest(signature, expected)
+        if not genuine or not all(isinstance(v, str) for v in (key, call_id, name)):
             raise BadRequest("This answer is to a question the gateway did not ask.")
         schema = form.get("schema")
         action, content = elicitation_response(
             question.output, question.is_error, schema if isinstance(schema, dict) else {}
         )
-        key, state = elicitation.get("key"), elicitation.get("requestState")
-        call_id, name = elicitation.get("toolCallId"), elicitation.get("toolName")
-        if not all(isinstance(v, str) for v in (key, call_id, name)):
-            raise BadRequest("This answer is to a question the gateway did not ask.")
         answer = ToolAnswer(key, action, content, state if isinstance(state, str) else None)
         return ReadyCall(call_id, name, elicitation.get("arguments"), answer=answer)
 

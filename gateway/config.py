@@ -241,6 +241,7 @@ class GatewayConfig(BaseModel):
 
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="log level")
     log_format: Literal["json", "console"] = Field("json", description="log format")
+    telemetry: Literal["off", "otlp"] = Field("off", description="OpenTelemetry (otlp: OTEL_*)")
 
     #: Each dialect's own settings by dialect name (validated against its model by
     #: :func:`load_config`; raw dicts are accepted and validated when the app starts).

@@ -21,6 +21,7 @@ from chunkbridge.gateway.metrics import Metrics
 from chunkbridge.gateway.registry import UnknownDialect, get_dialect, registry
 from chunkbridge.gateway.stores import StoreUnavailable, open_stores
 from chunkbridge.gateway.stores.writer import TranscriptWriter
+from chunkbridge.gateway.telemetry import NO_TRACE, NoTrace, Telemetry, TurnTrace
 from chunkbridge.gateway.tools import ToolSources
 from chunkbridge.gateway.transports.connectors import Connector, connector_for
 from chunkbridge.gateway.turn.agent import AgentDriver, NotOpened
@@ -93,6 +94,12 @@ class Gateway:
         self.config = config
         self.dialect: Dialect = dialect
         self._offer_tools(settings)
+        #: ``telemetry`` on: the tracer and GenAI histograms (the SDK is the process's).
+        self.telemetry = (
+            None
+            if config.telemetry == "off"
+            else Telemetry(dialect.name, dialect.genai_provider, getattr(settings, "model", None))
+        )
         #: What the upstream gets of the conversation: the deployment's choice, or the dialect's.
         #: ``history = stored``: the conversation comes from the transcript store.
         self.stored_history = config.history is HistoryMode.STORED
@@ -218,7 +225,14 @@ class Gateway:
         config, metrics, agent = self.config, self.metrics, self.agent
         approvals = self.stores.approvals
         secret = self.approval_secret
-        self.turns.hold(session_id, config.max_turns_per_session)
+        trace: TurnTrace | NoTrace = NO_TRACE
+        if self.telemetry is not None:
+            trace = self.telemetry.turn(session_id, request_id)
+        try:
+            self.turns.hold(session_id, config.max_turns_per_session)
+        except BaseException as exc:
+            trace.failed(exc)
+            raise
         resume = self.stores.resume if chat_request.id else None  # no chat id: not resumable
         member = ""
         try:
@@ -251,8 +265,9 @@ class Gateway:
                 # the first request with an answer wins; the upstream hears only checked ones
                 try:
                     await claim_answers(approvals, session_id, answers, questions, secret)
-                except GatewayError:
+                except GatewayError as exc:
                     metrics.approvals.labels("refused").inc(len(answers))
+                    trace.event("chunkbridge.approval.refused", {"reason": exc.client_message})
                     raise
                 approved = None
                 try:
@@ -262,7 +277,8 @@ class Gateway:
                         model_request = agent.model_view(chat_request)
                         turn_input = dataclasses.replace(turn_input, request=model_request)
                     if approved is None:
-                        upstream = await self.connector.open(turn_input, forward)
+                        headers = trace.upstream_call(forward)
+                        upstream = await self.connector.open(turn_input, headers)
                     else:
                         upstream = NotOpened()
                 except BaseException:
@@ -272,14 +288,20 @@ class Gateway:
             except RequestRejected as exc:
                 raise BadRequest(exc.client_message) from exc
             for answer in answers:  # delivered
-                metrics.approvals.labels("approved" if answer.approved else "denied").inc()
-        except BaseException:
+                decision = "approved" if answer.approved else "denied"
+                metrics.approvals.labels(decision).inc()
+                trace.event(
+                    f"chunkbridge.approval.{decision}", {"gen_ai.tool.call.id": answer.tool_call_id}
+                )
+        except BaseException as exc:
+            trace.failed(exc)
             self.turns.free(session_id)
             if resume is not None:
                 await resume.release_turn(session_id, member)
             raise
 
         message_id = chat_request.response_message_id() or f"msg_{run_id[:24]}"
+        trace.opened(chat_request.id, message_id)
         transcript = None
         if transcripts is not None and self.transcript_writer is not None:
             transcript = TurnTranscript(
@@ -321,6 +343,7 @@ class Gateway:
                 MessageAssembler(config.target, continued),
                 approved,
                 self.question_secret,
+                trace,
             )
             driver = AgentDriver(
                 upstream, turn, self.driver_settings, parts, started=started, counters=metrics
@@ -340,6 +363,7 @@ class Gateway:
             log=log,
             started=started,
             transcript=transcript,
+            trace=trace,
             # a fresh page resuming a continuation rebuilds the message it continues first
             resume_prefix=b""
             if continued is None or resume is None

@@ -27,7 +27,7 @@ SERVER = str(Path(__file__).resolve().parent / "mcp" / "tools_server.py")
 #: The tools of tests/mcp/tools_server.py.
 SERVER_TOOLS = {
     *("add", "multiply", "slow", "env_of", "archive", "delete_branch", "learn", "big", "count"),
-    *("rename", "move"),
+    *("rename", "move", "traced"),
 }
 
 

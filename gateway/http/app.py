@@ -27,7 +27,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
-from starlette.routing import Route, WebSocketRoute
+from starlette.routing import BaseRoute, Match, Route, WebSocketRoute
 
 from chunkbridge.gateway.config import GatewayConfig
 from chunkbridge.gateway.errors import NotFound, UnsupportedMediaType
@@ -46,6 +46,8 @@ from chunkbridge.gateway.http.sse import ResumeResponse, TurnResponse
 from chunkbridge.gateway.http.transcripts import chat_list, chat_messages, delete_chat
 from chunkbridge.gateway.service import Gateway
 from chunkbridge.gateway.stores import ResumeStore
+from chunkbridge.gateway.telemetry import TRACE_COMMENT, Telemetry
+from chunkbridge.gateway.telemetry_sdk import install_sdk, server_middleware
 
 __all__ = ["create_app"]
 
@@ -125,7 +127,37 @@ async def resume_stream(request: Request) -> Any:
         log.info("resume.none", status=204)
         return Response(status_code=204)
     log.info("resume.start", status=200)
+    if gateway.telemetry is not None:
+        bodies = await _traced_read(gateway.telemetry, bodies, key)
     return ResumeResponse(bodies, request_id)
+
+
+async def _traced_read(
+    telemetry: Telemetry, bodies: AsyncIterator[bytes], key: tuple[str, str]
+) -> AsyncIterator[bytes]:
+    """``bodies`` in a ``chunkbridge.resume`` span linked to the turn they are the log of (the
+    log opens with ``TRACE_COMMENT``, dropped here; a store may join it to the next bodies)."""
+    first = await anext(bodies, None)
+    traceparent = None
+    if first is not None and first.startswith(TRACE_COMMENT):
+        comment, _, first = first.partition(b"\n\n")
+        traceparent = comment[len(TRACE_COMMENT) :].strip().decode("ascii", "replace")
+    span = telemetry.resume_read(key[0], key[1], traceparent)
+
+    async def read() -> AsyncIterator[bytes]:
+        count = 0
+        try:
+            if first:
+                count += 1
+                yield first
+            async for body in bodies:
+                count += 1
+                yield body
+        finally:
+            span.set_attribute("chunkbridge.bodies", count)
+            span.end()
+
+    return read()
 
 
 async def stop_turn(request: Request) -> Response:
@@ -175,6 +207,22 @@ async def metrics_endpoint(request: Request) -> Response:
     return Response(gateway.metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
 
+def _route_of(routes: list[BaseRoute]) -> Callable[[Any], tuple[str, dict[str, Any]]]:
+    """The server span's name and ``http.route`` for a request: its route's template
+    (``POST /api/sessions/{session_id}/chat``), never the path with its ids in it."""
+
+    def details(scope: Any) -> tuple[str, dict[str, Any]]:
+        method = scope.get("method") or "WS"
+        for route in routes:
+            match, _ = route.matches(scope)
+            if match is Match.FULL:
+                template = getattr(route, "path_format", "")
+                return f"{method} {template}", {"http.route": template}
+        return method, {}
+
+    return details
+
+
 def create_app(
     config: GatewayConfig,
     *,
@@ -185,6 +233,7 @@ def create_app(
     """The app for ``config``. Raises :class:`ConfigError` when the dialect cannot serve it."""
     gateway = Gateway(config)
     middleware = []
+    stop_sdk: Callable[[], None] | None = None
     if config.cors_origins:
         middleware.append(
             Middleware(
@@ -198,6 +247,9 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        nonlocal stop_sdk
+        if config.telemetry != "off":
+            stop_sdk = install_sdk()
         if on_startup is not None:
             await on_startup(gateway)
         await gateway.start()  # resume = redis: fails the start-up when Redis is not there
@@ -205,39 +257,40 @@ def create_app(
         await gateway.aclose()
         if on_shutdown is not None:
             await on_shutdown()
+        if stop_sdk is not None:  # the spans of the last turns go out
+            stop_sdk()
 
-    app = Starlette(
-        routes=[
-            Route("/api/sessions/{session_id:str}/chat", chat, methods=["POST"]),
-            WebSocketRoute("/api/sessions/{session_id:str}/chat/ws", chat_socket),
-            Route(
-                "/api/sessions/{session_id:str}/chat/{chat_id:path}/stream",
-                resume_stream,
-                methods=["GET"],
-            ),
-            Route(
-                "/api/sessions/{session_id:str}/chat/{chat_id:path}/stop",
-                stop_turn,
-                methods=["POST"],
-            ),
-            Route(
-                "/api/sessions/{session_id:str}/chat/{chat_id:path}/messages",
-                chat_messages,
-                methods=["GET"],
-            ),
-            Route("/api/sessions/{session_id:str}/chats", chat_list, methods=["GET"]),
-            Route(
-                "/api/sessions/{session_id:str}/chat/{chat_id:path}",
-                delete_chat,
-                methods=["DELETE"],
-            ),
-            Route("/healthz", healthz, methods=["GET"]),
-            Route("/readyz", readyz, methods=["GET"]),
-            Route("/metrics", metrics_endpoint, methods=["GET"]),
-            *(extra_routes or []),
-        ],
-        middleware=middleware,
-        lifespan=lifespan,
-    )
+    routes: list[BaseRoute] = [
+        Route("/api/sessions/{session_id:str}/chat", chat, methods=["POST"]),
+        WebSocketRoute("/api/sessions/{session_id:str}/chat/ws", chat_socket),
+        Route(
+            "/api/sessions/{session_id:str}/chat/{chat_id:path}/stream",
+            resume_stream,
+            methods=["GET"],
+        ),
+        Route(
+            "/api/sessions/{session_id:str}/chat/{chat_id:path}/stop",
+            stop_turn,
+            methods=["POST"],
+        ),
+        Route(
+            "/api/sessions/{session_id:str}/chat/{chat_id:path}/messages",
+            chat_messages,
+            methods=["GET"],
+        ),
+        Route("/api/sessions/{session_id:str}/chats", chat_list, methods=["GET"]),
+        Route(
+            "/api/sessions/{session_id:str}/chat/{chat_id:path}",
+            delete_chat,
+            methods=["DELETE"],
+        ),
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
+        Route("/metrics", metrics_endpoint, methods=["GET"]),
+        *(extra_routes or []),
+    ]
+    if config.telemetry != "off":  # outermost: the server span covers the whole request
+        middleware.insert(0, server_middleware(_route_of(routes)))
+    app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
     app.state.gateway = gateway
     return app

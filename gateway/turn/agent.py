@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from chunkbridge.gateway.errors import GatewayError
+from chunkbridge.gateway.telemetry import NO_TRACE, NoTrace, TurnTrace
 from chunkbridge.gateway.tools import Progress, ToolAnswer, ToolQuestion, unknown_tool
 from chunkbridge.gateway.transports.base import Upstream, UpstreamEnded
 from chunkbridge.gateway.turn.driver import DriverSettings, Totals, TurnDriver, Write
@@ -90,6 +91,8 @@ class LoopParts:
     concurrency: int = 8
     #: Signs the questions gateway calls ask (the continuation's answer must match).
     question_secret: str = ""
+    #: The turn's trace: a span per model call and per tool call.
+    trace: TurnTrace | NoTrace = NO_TRACE
 
 
 class NotOpened:
@@ -204,9 +207,12 @@ class AgentDriver(TurnDriver):
                 self._progressed.set()
 
         async with self._limit:
-            outcome = await self.parts.tools.call(
-                call.name, _arguments(call), progress, call.answer
-            )
+            with self.parts.trace.tool(call.name, call_id) as span:
+                outcome = await self.parts.tools.call(
+                    call.name, _arguments(call), progress, call.answer
+                )
+                if span is not None and outcome.error is not None:
+                    span.set_attribute("error.type", "tool_error")
         return call, outcome
 
     def _ask(self, call: ReadyCall, question: ToolQuestion) -> Chunk:
@@ -248,6 +254,7 @@ class AgentDriver(TurnDriver):
             return  # stopped: the run loop writes the ending
         ended = self.steps.ended
         assert ended is not None
+        self.parts.trace.upstream_ended(ended.message_metadata, ended.finish_reason)
         ending = self.loop.step_ended(ended)
         if ending is not None:
             await self._write(write, encode_chunks(self.turn.close(ending)))

@@ -24,6 +24,7 @@ from typing import Any
 
 from chunkbridge.gateway.config import ConfigError
 from chunkbridge.gateway.errors import BadRequest
+from chunkbridge.gateway.telemetry import NO_TRACE, NoTrace, TurnTrace
 from chunkbridge.gateway.tools import ToolAnswer, ToolSources
 from chunkbridge.gateway.transports.base import Upstream
 from chunkbridge.gateway.transports.connectors import Connector
@@ -107,6 +108,7 @@ class AgentSetup:
         assembler: MessageAssembler,
         approved: list[ReadyCall] | None,
         question_secret: str,
+        trace: TurnTrace | NoTrace = NO_TRACE,
     ) -> LoopParts:
         """What the driver of one loop turn needs (see the module for the next requests)."""
         request = turn_input.request
@@ -116,7 +118,7 @@ class AgentSetup:
             messages = [*earlier, _without_questions(UIMessage.model_validate(message))]
             step_request = request.model_copy(update={"messages": messages})
             step_input = dataclasses.replace(turn_input, request=step_request)
-            return await connector.open(step_input, forward)
+            return await connector.open(step_input, trace.upstream_call(forward))
 
         return LoopParts(
             loop=AgentLoop(self.policy, self.max_steps),
@@ -127,6 +129,7 @@ class AgentSetup:
             approved=approved,
             concurrency=self.concurrency,
             question_secret=question_secret,
+            trace=trace,
         )
 
 

@@ -33,6 +33,7 @@ from typing import Any
 from chunkbridge.gateway.errors import TurnInProgress
 from chunkbridge.gateway.metrics import Metrics
 from chunkbridge.gateway.stores.base import ApprovalLedger, Key, ResumeLog, ResumeStore
+from chunkbridge.gateway.telemetry import NO_TRACE, TRACE_COMMENT, NoTrace, TurnTrace
 from chunkbridge.gateway.turn.answers import issued_question
 from chunkbridge.gateway.turn.driver import TurnDriver, Write
 from chunkbridge.gateway.turn.transcript import TurnTranscript
@@ -116,6 +117,7 @@ class TurnRun:
         log: Any,
         started: float,
         transcript: TurnTranscript | None = None,
+        trace: TurnTrace | NoTrace = NO_TRACE,
         resume_prefix: bytes = b"",
     ) -> None:
         self.driver = driver
@@ -134,10 +136,14 @@ class TurnRun:
         self._log = log
         self._started = started
         self._held = True
+        #: The turn's spans (``telemetry`` on), ended with the turn.
+        self.trace = trace
         #: With a store: the turn's record (its bodies come from the tee).
         self.transcript = transcript
         #: With resume on: every body written also goes here, for readers that (re)join.
         self.chunk_log: ResumeLog | None = resume.begin(key, self) if resume is not None else None
+        if self.chunk_log is not None and trace.traceparent:  # what a resume read links to
+            self.chunk_log.append(TRACE_COMMENT + trace.traceparent.encode() + b"\n\n")
         if self.chunk_log is not None and resume_prefix:
             self.chunk_log.append(resume_prefix)  # for readers only: the client has it
         turns.runs.add(self)
@@ -175,6 +181,7 @@ class TurnRun:
         frame); ``False`` when it had already ended."""
         if self.driver.turn.done:
             return False
+        self.trace.event("chunkbridge.stop")
         self.driver.stop(_ABORTED)
         return True
 
@@ -282,6 +289,7 @@ class TurnRun:
             self._log.error("turn.internal_error", exc_info=turn.internal_error)
         if driver.first_write_at is not None:
             metrics.time_to_first_chunk.observe(driver.first_write_at - self._started)
+        self._end_trace(report, error)
         self._log.info(
             "stream.end",
             status=200,
@@ -299,6 +307,25 @@ class TurnRun:
             approvals_requested=report["approvals_requested"],
             client_disconnected=self.client_disconnected,
             error=error,
+        )
+
+    def _end_trace(self, report: dict[str, Any], error: str | None) -> None:
+        driver, trace, started = self.driver, self.trace, self._started
+        if trace is NO_TRACE:
+            return
+        closed_by = driver.turn.closed_by
+        if closed_by is not None and driver.turn.steps is None:  # one model call: it ended
+            trace.upstream_ended(closed_by.message_metadata, report["finish_reason"])
+        first_event = driver.deadlines.first_event_at
+        trace.end(
+            {
+                **report,
+                "chunks": driver.events_out,
+                "client_disconnected": self.client_disconnected,
+            },
+            None if first_event is None else first_event - started,
+            None if driver.first_write_at is None else driver.first_write_at - started,
+            error,
         )
 
 

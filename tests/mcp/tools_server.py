@@ -114,6 +114,13 @@ def build(mark: str | None = None, name: str = "probe") -> MCPServer:
         return f"moved {file} to {folder.folder}/{new.name}"
 
     @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+    def traced(ctx: Context) -> str:
+        """The W3C ``traceparent`` the call's ``_meta`` carried (``<none>``)."""
+        meta = ctx.request_context.meta
+        value = meta.get("traceparent") if isinstance(meta, dict) else None
+        return str(value or "<none>")
+
+    @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
     def big(size: int) -> str:
         """A long text."""
         return "é" * size

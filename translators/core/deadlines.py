@@ -42,6 +42,7 @@ class Deadlines:
         "_settle",
         "_silence",
         "ends_at",
+        "first_event_at",
         "got_event",
         "last_event",
         "last_write",
@@ -66,6 +67,8 @@ class Deadlines:
         #: When the turn must be over (``total`` after it started: the request may be older).
         self.ends_at = (now if started is None else started) + total
         self.got_event = False
+        #: When the first upstream event arrived (``None``: none yet).
+        self.first_event_at: float | None = None
         self.last_event = now
         self.last_write = now
 
@@ -74,6 +77,7 @@ class Deadlines:
         self.last_event = now
         if not self.got_event:
             self.got_event = True
+            self.first_event_at = now
             self._silence = self._idle
 
     def wrote(self, now: float) -> None:

@@ -135,9 +135,10 @@ class Turn:
         self._held = self._pairs.held
         self._open_text = self.guard.open_text
         self._terminal = frozenset(translator.TERMINAL_FRAMES)
-        #: The ending a translator asked for when the agent asked the user (a
-        #: :class:`DeferredClose`), pending until the agent turns out to wait or to go on.
+        #: A translator's :class:`DeferredClose` (the agent asked), until it waits or goes on.
         self.deferred_close: CloseRequest | None = None
+        #: The request that ended the turn (its finish reason, the answer's message metadata).
+        self.closed_by: CloseRequest | None = None
         #: :attr:`events` when the deferral was made or last confirmed: any other event since
         #: then (the fast path's text deltas included) means the agent went on.
         self._deferred_at = -1
@@ -373,6 +374,7 @@ class Turn:
         return out
 
     def _close(self, request: CloseRequest) -> list[Chunk]:
+        self.closed_by = request
         out: list[Chunk] = []
         if self._held and not self.guard.finished:
             for chunk in self._pairs.flush():

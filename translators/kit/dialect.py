@@ -146,6 +146,9 @@ class Dialect:
     #: ``history`` setting): ``latest`` (it keeps the conversation) or ``full`` (stateless
     #: agents, which get the whole ``UIMessage`` history with each turn).
     history: Literal["latest", "full"] = "latest"
+    #: A model provider's ``gen_ai.provider.name`` (OpenTelemetry's GenAI conventions: its
+    #: calls are ``chat`` spans); ``None``: an agent backend (``invoke_agent`` spans).
+    genai_provider: str | None = None
 
     def __post_init__(self) -> None:
         if not DIALECT_NAME.fullmatch(self.name):

@@ -38,4 +38,5 @@ DIALECT = Dialect(
     settings=AnthropicSettings,
     spec=spec.__name__,
     demo=demo_script,
+    genai_provider="anthropic",
 )

@@ -34,4 +34,5 @@ DIALECT = Dialect(
     settings=GeminiSettings,
     spec=spec.__name__,
     demo=demo_script,
+    genai_provider="gcp.gemini",
 )

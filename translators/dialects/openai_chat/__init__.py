@@ -36,4 +36,5 @@ DIALECT = Dialect(
     http=HttpSseContract(request=http_request, error_frame=error_frame),
     settings=OpenAIChatSettings,
     spec=spec.__name__,
+    genai_provider="openai",
 )

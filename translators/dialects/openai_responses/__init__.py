@@ -34,4 +34,5 @@ DIALECT = Dialect(
     settings=OpenAIResponsesSettings,
     spec=spec.__name__,
     demo=demo_script,
+    genai_provider="openai",
 )

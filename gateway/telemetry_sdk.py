@@ -1,0 +1,75 @@
+"""The OpenTelemetry SDK of a gateway process with ``telemetry = otlp``: OTLP over HTTP.
+
+Everything is read from the standard environment variables — ``OTEL_EXPORTER_OTLP_ENDPOINT``
+(or ``…_TRACES_ENDPOINT`` / ``…_METRICS_ENDPOINT``), ``OTEL_EXPORTER_OTLP_HEADERS``,
+``OTEL_SERVICE_NAME`` and ``OTEL_RESOURCE_ATTRIBUTES``, ``OTEL_TRACES_SAMPLER`` (and its arg),
+``OTEL_METRIC_EXPORT_INTERVAL`` — by the SDK itself. A process that already has an SDK (the
+embedding app's, ``opentelemetry-instrument``'s) keeps it: the gateway's spans and metrics go
+where the process's others go. Needs the ``otel`` extra (``pip install chunkbridge[otel]``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from opentelemetry import metrics, trace
+from starlette.middleware import Middleware
+
+from chunkbridge.gateway.config import ConfigError
+
+__all__ = ["install_sdk", "server_middleware"]
+
+_EXTRA = "telemetry = otlp needs the OpenTelemetry SDK: pip install 'chunkbridge[otel]'"
+
+
+def install_sdk() -> Callable[[], None] | None:
+    """Set up the process's tracer and meter providers with OTLP/HTTP exporters, unless it has
+    them; the function that flushes and stops them at shutdown (``None``: not ours)."""
+    try:
+        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    except ImportError as exc:
+        raise ConfigError(_EXTRA) from exc
+    shutdowns: list[Callable[[], Any]] = []
+    # Resource.create() reads OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES.
+    resource = Resource.create({"service.name": "chunkbridge"}).merge(Resource.create())
+    if not isinstance(trace.get_tracer_provider(), TracerProvider):
+        tracer_provider = TracerProvider(resource=resource)  # the sampler: OTEL_TRACES_SAMPLER
+        tracer_provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+        trace.set_tracer_provider(tracer_provider)
+        shutdowns.append(tracer_provider.shutdown)
+    if not isinstance(metrics.get_meter_provider(), MeterProvider):
+        reader = PeriodicExportingMetricReader(OTLPMetricExporter())
+        meter_provider = MeterProvider(resource=resource, metric_readers=[reader])
+        metrics.set_meter_provider(meter_provider)
+        shutdowns.append(meter_provider.shutdown)
+    if not shutdowns:
+        return None
+
+    def shutdown() -> None:
+        for stop in shutdowns:
+            stop()
+
+    return shutdown
+
+
+def server_middleware(default_span_details: Callable[[Any], Any]) -> Middleware:
+    """OpenTelemetry's ASGI middleware: the server span of each request (the browser's
+    ``traceparent`` is its parent), with no span per ``send`` or ``receive`` — a stream writes
+    thousands — and none for health, readiness and metrics."""
+    try:
+        from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
+    except ImportError as exc:
+        raise ConfigError(_EXTRA) from exc
+    return Middleware(
+        OpenTelemetryMiddleware,
+        excluded_urls="/healthz,/readyz,/metrics",
+        default_span_details=default_span_details,
+        exclude_spans=["receive", "send"],
+    )

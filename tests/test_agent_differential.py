@@ -1,11 +1,10 @@
 """The agent loop against the AI SDK's own: Node ``streamText`` with ``stopWhen:
-stepCountIs(n)``, ``@ai-sdk/anthropic`` and the AI SDK's MCP client (``@ai-sdk/mcp`` over stdio)
-on one side (``tests/conformance/agent_loop.mjs``), chunkbridge's loop on the other, the same
-scripted model (:mod:`tests.agent_responses`) and the same MCP server
-(``tests/mcp/tools_server.py``)
-under both. The real ai 7 client reads both bodies; the final ``UIMessage``s must agree in
-substance — the same parts in the same order: steps, texts, tool calls by name with their input,
-state and result.
+stepCountIs(n)``, ``@ai-sdk/anthropic`` and the AI SDK's MCP client (``@ai-sdk/mcp`` over
+Streamable HTTP) on one side (``tests/conformance/agent_loop.mjs``), chunkbridge's loop (over
+stdio) on the other, the same scripted model (:mod:`tests.agent_responses`) and the same MCP
+server (``tests/mcp/tools_server.py``) under both. The real ai 7 client reads both bodies; the
+final ``UIMessage``s must agree in substance — the same parts in the same order: steps, texts,
+tool calls by name with their input, state and result.
 
 What differs, each on purpose (asserted below so a change on either side shows):
 
@@ -26,25 +25,25 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import sys
 from typing import Any
 
 from tests.agent_responses import TWO_STEPS, answer
 from tests.conformance.harness import HERE, _run_node
-from tests.gateway_harness import post, user_body
-from tests.test_agent_loop import SERVER, Model, agent_gateway, steps_script
+from tests.gateway_harness import post, user_body, uvicorn_server
+from tests.mcp.tools_server import build
+from tests.test_agent_loop import Model, agent_gateway, steps_script
 
 PROMPT = "What is (2 + 3) × 4?"
 
 
-def ai_sdk_loop(steps: int) -> bytes:
+def ai_sdk_loop(steps: int, mcp_url: str) -> bytes:
     payload = {
         "responses": [
             answer("anthropic-messages", t, c, n) for n, (t, c) in enumerate(TWO_STEPS, 1)
         ],
         "prompt": PROMPT,
         "steps": steps,
-        "mcp": {"command": sys.executable, "args": [SERVER], "env": {}},
+        "mcp_url": mcp_url,
     }
     result = _run_node(HERE / "agent_loop.mjs", payload, 120)
     return base64.b64decode(result["body_b64"])
@@ -64,7 +63,8 @@ def substance(message: dict[str, Any]) -> list[Any]:
 
 
 async def test_the_loop_agrees_with_the_ai_sdks_own(real_clients: Any) -> None:
-    node_body = await asyncio.to_thread(ai_sdk_loop, 5)
+    async with uvicorn_server(build().streamable_http_app()) as mcp_base:
+        node_body = await asyncio.to_thread(ai_sdk_loop, 5, f"{mcp_base}/mcp")
     model = Model(steps_script("anthropic-messages", TWO_STEPS))
     async with agent_gateway(model, "anthropic-messages", target=7) as base:
         ours = await post(base, "s1", user_body(PROMPT, id="c1"))

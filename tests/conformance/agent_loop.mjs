@@ -3,17 +3,18 @@
 // A local HTTP server on 127.0.0.1 plays the scripted model (the n-th request gets the n-th
 // response, as `chunkbridge mock-upstream --sequence` does), @ai-sdk/anthropic reads it through
 // streamText() with `stopWhen: stepCountIs(steps)`, and the tools come from the same MCP server
-// chunkbridge runs, through the AI SDK's MCP client (@ai-sdk/mcp, stdio). The body of
+// chunkbridge runs, through the AI SDK's MCP client (@ai-sdk/mcp over Streamable HTTP: over stdio
+// it gives a server 1 s to answer its protocol discovery, less than a Python MCP server takes to
+// import on a slow machine, and then falls back to a handshake the server refuses). The body of
 // toUIMessageStreamResponse() is what a Node route would send to useChat; the Python side runs it
 // through the same real client as chunkbridge's and compares the messages.
 //
 // Input  (stdin): {responses: [[SSE data payloads of one response]], prompt, steps,
-//                  mcp: {command, args, env}}
+//                  mcp_url: the MCP server's Streamable HTTP endpoint}
 // Output (stdout): {body_b64, requests: [the JSON bodies the provider sent]}
 import { createServer } from "node:http";
 import { createAnthropic } from "@ai-sdk/anthropic";
 import { createMCPClient } from "@ai-sdk/mcp";
-import { Experimental_StdioMCPTransport } from "@ai-sdk/mcp/mcp-stdio";
 import { stepCountIs, streamText } from "ai7";
 
 const input = JSON.parse(await new Promise((resolve) => {
@@ -36,9 +37,7 @@ const server = createServer((req, res) => {
 await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
 const base = `http://127.0.0.1:${server.address().port}/v1`;
 
-const client = await createMCPClient({
-  transport: new Experimental_StdioMCPTransport(input.mcp),
-});
+const client = await createMCPClient({ transport: { type: "http", url: input.mcp_url } });
 try {
   const tools = await client.tools();
   const anthropic = createAnthropic({ baseURL: base, apiKey: "test-key" });

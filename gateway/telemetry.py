@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 from opentelemetry import metrics, propagate, trace
@@ -243,7 +243,7 @@ class TurnTrace:
             span.set_attribute("error.type", str(reason))
             span.set_status(Status(StatusCode.ERROR, error[:200] if error else None))
         span.end()
-        attributes = {k: v for k, v in self._attributes.items()}
+        attributes = dict(self._attributes)
         if first_event is not None:
             self.telemetry.first_event.record(first_event, attributes)
         if first_write is not None:
@@ -277,9 +277,8 @@ class NoTrace:
     def upstream_ended(self, metadata: Mapping[str, Any] | None, finish: str | None) -> None:
         pass
 
-    @contextmanager
-    def tool(self, name: str, call_id: str) -> Iterator[None]:
-        yield None
+    def tool(self, name: str, call_id: str) -> AbstractContextManager[None]:
+        return _NO_SPAN
 
     def end(
         self,
@@ -294,4 +293,5 @@ class NoTrace:
         pass
 
 
+_NO_SPAN = nullcontext(None)
 NO_TRACE = NoTrace()

@@ -18,9 +18,20 @@ from starlette.middleware import Middleware
 
 from chunkbridge.gateway.config import ConfigError
 
-__all__ = ["install_sdk", "server_middleware"]
+__all__ = ["SDK_MISSING", "install_sdk", "server_middleware", "service_resource"]
 
-_EXTRA = "telemetry = otlp needs the OpenTelemetry SDK: pip install 'chunkbridge[otel]'"
+SDK_MISSING = "telemetry = otlp needs the OpenTelemetry SDK: pip install 'chunkbridge[otel]'"
+
+
+def service_resource(default: str) -> Any:
+    """The SDK's resource from ``OTEL_SERVICE_NAME`` and ``OTEL_RESOURCE_ATTRIBUTES``, named
+    ``default`` when they name no service (the SDK's own default is ``unknown_service``)."""
+    from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+
+    resource = Resource.create()
+    if str(resource.attributes.get(SERVICE_NAME, "")).startswith("unknown_service"):
+        resource = resource.merge(Resource({SERVICE_NAME: default}))
+    return resource
 
 
 def install_sdk() -> Callable[[], None] | None:
@@ -31,14 +42,12 @@ def install_sdk() -> Callable[[], None] | None:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         from opentelemetry.sdk.metrics import MeterProvider
         from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
-        from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
     except ImportError as exc:
-        raise ConfigError(_EXTRA) from exc
+        raise ConfigError(SDK_MISSING) from exc
     shutdowns: list[Callable[[], Any]] = []
-    # Resource.create() reads OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES.
-    resource = Resource.create({"service.name": "chunkbridge"}).merge(Resource.create())
+    resource = service_resource("chunkbridge")
     if not isinstance(trace.get_tracer_provider(), TracerProvider):
         tracer_provider = TracerProvider(resource=resource)  # the sampler: OTEL_TRACES_SAMPLER
         tracer_provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
@@ -66,7 +75,7 @@ def server_middleware(default_span_details: Callable[[Any], Any]) -> Middleware:
     try:
         from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
     except ImportError as exc:
-        raise ConfigError(_EXTRA) from exc
+        raise ConfigError(SDK_MISSING) from exc
     return Middleware(
         OpenTelemetryMiddleware,
         excluded_urls="/healthz,/readyz,/metrics",

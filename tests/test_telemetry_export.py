@@ -12,7 +12,9 @@ from typing import Any
 
 import httpx
 import orjson
+import pytest
 
+from chunkbridge.gateway.telemetry_sdk import service_resource
 from tests.gateway_harness import agent_ops_turn, user_body
 from tests.test_gateway_process import free_port, process
 from tests.test_telemetry import BROWSER_SPAN, BROWSER_TRACE, TRACEPARENT
@@ -123,3 +125,17 @@ def test_serve_exports_over_otlp_http(tmp_path: Path) -> None:
     assert {"gen_ai.client.operation.duration", "gen_ai.server.time_to_first_token"} <= (
         receiver.metrics
     )
+
+
+def test_the_service_is_named_chunkbridge_unless_the_variables_name_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("OTEL_SERVICE_NAME", raising=False)
+    monkeypatch.delenv("OTEL_RESOURCE_ATTRIBUTES", raising=False)
+    named = service_resource("chunkbridge").attributes
+    assert named["service.name"] == "chunkbridge"
+    monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", "service.name=from-attributes,team=chat")
+    named = service_resource("chunkbridge").attributes
+    assert (named["service.name"], named["team"]) == ("from-attributes", "chat")
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "from-name")
+    assert service_resource("chunkbridge").attributes["service.name"] == "from-name"

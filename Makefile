@@ -48,10 +48,11 @@ e2e: install
 	$(BIN)/python -m pytest -m e2e -s
 
 # agent-ops-v2's demo by default; DIALECT=anthropic-messages (ag-ui, gemini…) plays another's;
-# AGENT=1: the agent loop (a scripted model calling a built-in MCP server's tools).
+# AGENT=1: the agent loop (a scripted model calling a built-in MCP server's tools);
+# TELEMETRY=1: each turn's OpenTelemetry trace drawn on the page (and sent to $OTEL_EXPORTER_OTLP_ENDPOINT).
 demo: install
 	$(BIN)/chunkbridge demo $(if $(AGENT),--agent,--dialect $(or $(DIALECT),agent-ops-v2)) \
-		--target $(or $(TARGET),5)
+		--target $(or $(TARGET),5) $(if $(TELEMETRY),--telemetry otlp)
 
 # ruff (style, sans-I/O imports), mypy --strict, import-linter (the core imports no dialect…).
 lint: install

@@ -236,15 +236,20 @@ def test_use_chat_app_in_headless_chromium(build: str, servers) -> None:
 
 
 def test_the_agent_demo_page_in_headless_chromium() -> None:
-    """`make demo AGENT=1` in a real browser: the page shows each gateway-run tool call and its
-    result, and an approval given with the page's button runs the destructive tool."""
+    """`make demo AGENT=1 TELEMETRY=1` in a real browser: the page shows each gateway-run tool
+    call and its result, an approval given with the page's button runs the destructive tool, and
+    the trace panel draws the request's trace — joined to the page's own ``traceparent``."""
     require("browser end-to-end set-up", _missing())
     port = free_port()
     ARTIFACTS.mkdir(exist_ok=True)
-    screenshot = ARTIFACTS / "demo-agent.png"
+    screenshot, traced = ARTIFACTS / "demo-agent.png", ARTIFACTS / "demo-agent-trace.png"
     args = ("demo", "--agent", "--target", "7", "--store", "off", "--port", str(port))
-    with process(*args, ready_url=f"http://127.0.0.1:{port}/healthz"):
-        config = {"api": f"http://127.0.0.1:{port}", "screenshot": str(screenshot)}
+    with process(*args, "--telemetry", "otlp", ready_url=f"http://127.0.0.1:{port}/healthz"):
+        config = {
+            "api": f"http://127.0.0.1:{port}",
+            "screenshot": str(screenshot),
+            "traceScreenshot": str(traced),
+        }
         result = drive("e2e/demo_agent.mjs", config, 120)
     assert "gateway-run MCP tools" in result["header"]
     tools = result["tools"]
@@ -253,3 +258,11 @@ def test_the_agent_demo_page_in_headless_chromium() -> None:
     assert result["status"] == "finished (stop)", result
     assert any("note 1 saved" in text for text in result["texts"]), result["texts"]
     assert screenshot.stat().st_size > 10_000
+    # the first question's trace, parents before children: the page's request, the turn, a
+    # model call per step (the demo model's own route below each), the two tool calls
+    names = result["trace"]
+    assert names[:2] == ["POST /api/sessions/{session_id}/chat", "chunkbridge.turn"], names
+    assert names.count("chat claude-sonnet-4-5") == 3, names
+    assert "execute_tool add" in names and "execute_tool multiply" in names, names
+    assert names.index("execute_tool add") < names.index("execute_tool multiply")
+    assert traced.stat().st_size > 10_000

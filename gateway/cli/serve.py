@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -116,7 +117,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
             **agent,
         )
         config = loaded.config
+        trace_routes, stop_traces = _demo_traces(config.telemetry)
         upstream: DemoUpstream | DemoHttpUpstream
+        on_shutdown: Callable[[], Awaitable[None]] | None
         if dialect.websocket is not None:
             upstream = ws_upstream = DemoUpstream(script)
             transport = "WebSocket"
@@ -137,11 +140,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
             url = f"http://{own}:{config.port}/demo/provider/sessions/{{session_id}}"
             config = config.model_copy(update={"upstream": url})
             on_startup, on_shutdown, upstream_routes = None, None, upstream.routes("/demo/provider")
+        if stop_traces is not None:
+            on_shutdown = _then(on_shutdown, stop_traces)
         app = create_app(
             config,
             extra_routes=[
-                *demo_routes(upstream, dialect.name, agent=bool(agent)),
+                *demo_routes(upstream, dialect.name, agent=bool(agent), traces=bool(trace_routes)),
                 *upstream_routes,
+                *trace_routes,
             ],
             on_startup=on_startup,
             on_shutdown=on_shutdown,
@@ -163,8 +169,41 @@ def cmd_demo(args: argparse.Namespace) -> int:
     )
     if agent:
         print("  tools          the demo MCP server (stdio), run by the agent loop", flush=True)
+    if trace_routes:
+        from chunkbridge.gateway.devtools.traces import collector_endpoint
+
+        sent = collector_endpoint()
+        where = f" and sent to {sent} (OTLP/HTTP)" if sent else " (no OTEL_EXPORTER_OTLP_ENDPOINT)"
+        print(f"  traces         each turn's trace drawn on the page{where}", flush=True)
     run_app(app, config.host, config.port)
     return 0
+
+
+def _demo_traces(telemetry: str) -> tuple[list[Any], Callable[[], None] | None]:
+    """With telemetry on: the demo's trace routes, and the shutdown of its tracer provider."""
+    if telemetry == "off":
+        return [], None
+    from chunkbridge.gateway.telemetry_sdk import SDK_MISSING
+
+    try:
+        from chunkbridge.gateway.devtools.traces import install_recorder
+    except ImportError as exc:
+        raise ConfigError(SDK_MISSING) from exc
+    recorder, shutdown = install_recorder()
+    return recorder.routes(), shutdown
+
+
+def _then(
+    first: Callable[[], Awaitable[None]] | None, last: Callable[[], None]
+) -> Callable[[], Awaitable[None]]:
+    """``first`` (if any), then ``last``: one shutdown hook."""
+
+    async def both() -> None:
+        if first is not None:
+            await first()
+        last()
+
+    return both
 
 
 def register(sub: SubParsers) -> None:

@@ -19,8 +19,14 @@ HINTS = "try “slow” (then Stop), “fail”, “ask me”, “ask in passing
 
 
 def demo_routes(
-    upstream: DemoUpstream | DemoHttpUpstream, dialect: str, *, agent: bool = False
+    upstream: DemoUpstream | DemoHttpUpstream,
+    dialect: str,
+    *,
+    agent: bool = False,
+    traces: bool = False,
 ) -> list[Route]:
+    """The page (``traces``: with its trace panel, the routes of
+    :mod:`~chunkbridge.gateway.devtools.traces` being served) and the upstream's event log."""
     page = (
         files("chunkbridge.gateway.devtools")
         .joinpath("static/demo.html")
@@ -31,6 +37,7 @@ def demo_routes(
     else:
         hints, title = HINTS, f"{dialect} upstream"
     page = page.replace("{{dialect}}", html.escape(title)).replace("{{hints}}", html.escape(hints))
+    page = page.replace("{{traces}}", "true" if traces else "false")
 
     async def index(request: Request) -> Response:
         return HTMLResponse(page)

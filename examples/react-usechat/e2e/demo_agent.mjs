@@ -1,6 +1,8 @@
 // Drives the gateway's demo page in agent mode (`make demo AGENT=1`) in Debian's headless
 // Chromium: a question that takes two tool steps, then a note that asks for approval, approved
 // with the page's button. Prints what it saw as JSON (tests/test_e2e_browser.py asserts on it).
+// With "traceScreenshot" (the demo runs with --telemetry otlp) it also reads the trace panel of
+// the first question's request and takes a picture of it.
 //
 //   node e2e/demo_agent.mjs '{"api": "http://127.0.0.1:PORT", "screenshot": "out.png"}'
 import { chromium } from 'playwright-core';
@@ -24,6 +26,12 @@ try {
   await send('what is (2 + 3) × 4?');
   await page.locator('#chat').getByText('Done in 2 tool call(s)').waitFor({ timeout: 15000 });
   result.tools = await page.locator('#chat .tool').allTextContents();
+  if (config.traceScreenshot) {
+    await page.locator('#trace').getByText('execute_tool multiply').waitFor({ timeout: 15000 });
+    await page.waitForTimeout(1200);  // the panel is drawn again once the last spans are in
+    result.trace = await page.locator('#trace .span .n').allTextContents();
+    await page.screenshot({ path: config.traceScreenshot });
+  }
   await send('note: buy milk');
   await page.click('button[data-approve][data-value="yes"]', { timeout: 15000 });
   await page.locator('#chat').getByText('note 1 saved').first().waitFor({ timeout: 15000 });

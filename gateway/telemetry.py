@@ -40,6 +40,9 @@ _FAILED = frozenset(
     {"upstream-error", "upstream-closed", "upstream-protocol-error", "timeout", "internal-error"}
 )
 
+#: The turn's report values set on its span even when they are zero (the others: only when not).
+_KEPT = frozenset({"close_reason", "finish_reason", "upstream_events", "chunks"})
+
 #: Bucket boundaries the GenAI conventions advise (tokens; seconds).
 _TOKEN_BUCKETS = [4**n for n in range(14)]
 _SECOND_BUCKETS = [0.01 * 2**n for n in range(14)]
@@ -238,7 +241,9 @@ class TurnTrace:
             self.upstream_ended(None, None)
         span = self.span
         reason = report.get("close_reason")
-        span.set_attributes({f"chunkbridge.{k}": v for k, v in report.items() if v is not None})
+        # counts of what went wrong (and a flag) only when there was something: every attribute
+        # is paid for twice, when set and when exported, on every turn
+        span.set_attributes({f"chunkbridge.{k}": v for k, v in report.items() if v or k in _KEPT})
         if reason in _FAILED:
             span.set_attribute("error.type", str(reason))
             span.set_status(Status(StatusCode.ERROR, error[:200] if error else None))

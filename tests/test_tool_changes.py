@@ -5,12 +5,16 @@ way keeps the tools it started with)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
+import pytest
 
 from tests.agent_responses import answer
-from tests.gateway_harness import http_upstream, post, running_gateway, user_body
+from tests.gateway_harness import http_upstream, post, running_gateway, user_body, uvicorn_server
+from tests.mcp.tools_server import build
 from tests.test_agent_loop import TOOLS, Model, parts_of
 
 LEARN: list[tuple[str, list[Any]]] = [
@@ -21,11 +25,28 @@ LEARN: list[tuple[str, list[Any]]] = [
 ]
 
 
-async def test_a_changed_tool_list_is_offered_to_the_next_turn(real_clients: Any) -> None:
+@contextlib.asynccontextmanager
+async def tool_server(transport: str) -> AsyncIterator[dict[str, Any]]:
+    """The test MCP server's settings: over stdio, or over Streamable HTTP (the change then
+    comes on a stream the server holds open, through the gateway's HTTP transport)."""
+    if transport == "stdio":
+        yield TOOLS
+        return
+    async with uvicorn_server(build().streamable_http_app()) as base:
+        yield {"math": {"url": f"{base}/mcp"}}
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_a_changed_tool_list_is_offered_to_the_next_turn(
+    transport: str, real_clients: Any
+) -> None:
     model = Model(lambda n, body: answer("anthropic-messages", *LEARN[min(n, 4) - 1], n=n))
-    async with http_upstream("/{path:path}", model.handle) as upstream:
+    async with (
+        http_upstream("/{path:path}", model.handle) as upstream,
+        tool_server(transport) as servers,
+    ):
         async with running_gateway(
-            dialect="anthropic-messages", upstream=upstream, tools=TOOLS, target=7
+            dialect="anthropic-messages", upstream=upstream, tools=servers, target=7
         ) as (base, app):
             tools = app.state.gateway.tools
             changed, offer = asyncio.Event(), tools.on_change

@@ -1,5 +1,6 @@
 """One MCP server as a tool source, through the official ``mcp`` SDK's client: Streamable HTTP
-(``url``, ``headers``) or a subprocess over stdio (``command``; it gets the environment
+(``url``, ``headers``; its connections are :mod:`~chunkbridge.gateway.tools.http_transport`'s)
+or a subprocess over stdio (``command``; it gets the environment
 configured for it over the SDK's few safe basics — ``PATH``, ``HOME``, ``USER`` and the like —
 never the gateway's own).
 
@@ -98,12 +99,11 @@ class McpToolSource:
             )
             return Client(parameters, **hooks)
         assert settings.url is not None
-        if not settings.headers:
-            return Client(settings.url, **hooks)
-        import httpx2
         from mcp.client.streamable_http import streamable_http_client
 
-        http = httpx2.AsyncClient(headers=settings.headers)
+        from chunkbridge.gateway.tools.http_transport import mcp_http_client
+
+        http = mcp_http_client(settings.url, settings.headers or None)
         self._stack.push_async_callback(http.aclose)
         return Client(streamable_http_client(settings.url, http_client=http), **hooks)
 

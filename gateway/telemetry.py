@@ -248,7 +248,7 @@ class TurnTrace:
             span.set_attribute("error.type", str(reason))
             span.set_status(Status(StatusCode.ERROR, error[:200] if error else None))
         span.end()
-        attributes = dict(self._attributes)
+        attributes = self._attributes
         if first_event is not None:
             self.telemetry.first_event.record(first_event, attributes)
         if first_write is not None:

@@ -39,9 +39,9 @@ MAX_TRACES = 200
 MAX_SPANS = 500
 
 
-def collector_endpoint() -> str | None:
-    """The collector the standard variables name, if any."""
-    return os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get(
+def collector_endpoint(signal: str = "TRACES") -> str | None:
+    """The collector the standard variables name for ``signal`` (``TRACES``, ``METRICS``)."""
+    return os.environ.get(f"OTEL_EXPORTER_OTLP_{signal}_ENDPOINT") or os.environ.get(
         "OTEL_EXPORTER_OTLP_ENDPOINT"
     )
 
@@ -109,12 +109,14 @@ def install_recorder(service: str = "chunkbridge-demo") -> tuple[SpanRecorder, C
     provider = TracerProvider(resource=resource)
     provider.add_span_processor(SimpleSpanProcessor(recorder))
     readers: list[Any] = []
-    if collector_endpoint() is not None:
-        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+    if collector_endpoint("TRACES") is not None:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-        from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 
         provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    if collector_endpoint("METRICS") is not None:
+        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+        from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+
         readers.append(PeriodicExportingMetricReader(OTLPMetricExporter()))
     meters = MeterProvider(resource=resource, metric_readers=readers)
     trace.set_tracer_provider(provider)

@@ -60,8 +60,9 @@ class _Connection(asyncio.Protocol):
         self.head: asyncio.Future[h11.Response] = loop.create_future()
         self.pieces: deque[bytes] = deque()
         self.size = 0
-        #: ``None`` while the body goes on; then how it ended (``None`` inside: completely).
-        self.ended: tuple[Exception | None] | None = None
+        #: Whether the body ended, and the error it ended with (``None``: it was complete).
+        self.ended = False
+        self.error: Exception | None = None
         self.received_any = False
         self.paused = False
         self.waiter: asyncio.Future[None] | None = None
@@ -117,8 +118,8 @@ class _Connection(asyncio.Protocol):
     # -- the exchange --------------------------------------------------------------------------
 
     def _end(self, error: Exception | None) -> None:
-        if self.ended is None:
-            self.ended = (error,)
+        if not self.ended:
+            self.ended, self.error = True, error
 
     def _wake(self) -> None:
         waiter = self.waiter
@@ -137,9 +138,9 @@ class _Connection(asyncio.Protocol):
     async def next_piece(self, read_timeout: float | None) -> bytes | None:
         """The body's next piece; ``None`` at its end."""
         while not self.pieces:
-            if self.ended is not None:
-                if self.ended[0] is not None:
-                    raise self.ended[0]
+            if self.ended:
+                if self.error is not None:
+                    raise self.error
                 return None
             self.waiter = asyncio.get_running_loop().create_future()
             try:
@@ -158,7 +159,8 @@ class _Connection(asyncio.Protocol):
     def reusable(self) -> bool:
         conn = self.h11
         return (
-            self.ended == (None,)
+            self.ended
+            and self.error is None
             and not self.lost.done()
             and conn.our_state is h11.DONE
             and conn.their_state is h11.DONE

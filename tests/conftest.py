@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import uvloop
 
+from tests import components
 from tests.conformance.harness import RealClients, unavailable_reason
 from tests.postgres_server import postgres_binaries, running_postgres
 from tests.redis_server import redis_binary, running_redis
@@ -38,6 +39,14 @@ def package_files() -> dict[str, Path]:
             if owner == folder:
                 out[f"{package}/{module.relative_to(ROOT / folder).as_posix()}"] = module
     return out
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Count the real components each test runs (:mod:`tests.components`); the controller of a
+    pytest-xdist run adds up its workers' counts."""
+    config.pluginmanager.register(components, "chunkbridge-components")
+    if not hasattr(config, "workerinput"):
+        config.pluginmanager.register(components.Tally(), "chunkbridge-components-tally")
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

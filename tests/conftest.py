@@ -8,7 +8,9 @@ import os
 import subprocess
 import tomllib
 from collections.abc import Generator, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import uvloop
@@ -105,6 +107,46 @@ def postgres_url() -> Iterator[str]:
     require("postgresql", None if postgres_binaries() else "initdb/pg_ctl not installed")
     with running_postgres() as (url, _):
         yield url
+
+
+@pytest.fixture(scope="session")
+def shared_tool_server_url() -> Iterator[str]:
+    """The worker's one MCP test server over Streamable HTTP (``tests/mcp/tools_server.py``)."""
+    from tests.mcp.tools_server import running_http
+
+    with running_http() as url:
+        yield url
+
+
+@dataclass(frozen=True)
+class ToolServer:
+    """The shared MCP test server as one test sees it: its notes (``archive``'s runs, ``slow``'s
+    cancellation) go to files of the test's own, named in headers the gateway sends."""
+
+    url: str
+    folder: Path
+
+    @property
+    def cancel_mark(self) -> Path:
+        return self.folder / "cancelled"
+
+    def calls(self) -> list[str]:
+        """The reports ``archive`` archived, in order."""
+        log = self.folder / "calls"
+        return log.read_text().split() if log.exists() else []
+
+    def settings(self, **more: Any) -> dict[str, Any]:
+        """``tools`` for the gateway: the server, as ``math``, with ``more`` of its settings."""
+        notes = {"x-call-log": str(self.folder / "calls"), "x-cancel-mark": str(self.cancel_mark)}
+        return {"math": {"url": self.url, "headers": notes, **more}}
+
+
+@pytest.fixture
+def tool_server(shared_tool_server_url: str, tmp_path: Path) -> ToolServer:
+    """A real MCP server for a test that needs none of its own: the worker's shared one (a
+    process started once), where a stdio server would cost this test a Python start-up."""
+    components.used("mcp")
+    return ToolServer(shared_tool_server_url, tmp_path)
 
 
 def pytest_asyncio_loop_factories(config: pytest.Config, item: pytest.Item):

@@ -18,6 +18,7 @@ from chunkbridge.protocol_specs.elicitation import (
     elicitation_signature,
     is_elicitation_question,
 )
+from tests.conftest import ToolServer
 from tests.gateway_harness import post, user_body
 from tests.test_agent_loop import Model, agent_gateway, steps_script
 
@@ -51,10 +52,11 @@ def test_answers_become_the_elicitation_result() -> None:
 
 @pytest.mark.parametrize("major", [5, 6, 7])
 async def test_a_tool_asks_the_user_and_goes_on_with_the_answer(
-    major: int, real_clients: Any
+    major: int, tool_server: ToolServer, real_clients: Any
 ) -> None:
     model = Model(steps_script("anthropic-messages", RENAME))
-    async with agent_gateway(model, "anthropic-messages", target=major) as base:
+    tools = tool_server.settings()
+    async with agent_gateway(model, "anthropic-messages", tools, target=major) as base:
         api = f"{base}/api/sessions/s-{major}/chat"
         answers = [{"kind": "question", "output": "b.txt"}]
         # sent by sendAutomaticallyWhen: the waiting tool part counts as answered
@@ -82,10 +84,11 @@ async def test_a_tool_asks_the_user_and_goes_on_with_the_answer(
 
 
 async def test_an_altered_question_is_refused_and_a_declined_one_reaches_the_tool(
-    real_clients: Any,
+    tool_server: ToolServer, real_clients: Any
 ) -> None:
     model = Model(steps_script("anthropic-messages", RENAME))
-    async with agent_gateway(model, "anthropic-messages", target=7) as base:
+    tools = tool_server.settings()
+    async with agent_gateway(model, "anthropic-messages", tools, target=7) as base:
         first = await post(base, "s1", user_body("rename a.txt", id="c1"))
         verdict = real_clients.check(first.content, (7,))[7]
         assert verdict.ok and verdict.finish_reason == "tool-calls", verdict.fatal
@@ -118,10 +121,12 @@ async def test_an_altered_question_is_refused_and_a_declined_one_reaches_the_too
     assert len(model.requests) == 2  # the model heard of it and answered
 
 
-async def test_a_tool_with_two_questions_asks_them_in_turn(real_clients: Any) -> None:
+async def test_a_tool_with_two_questions_asks_them_in_turn(
+    tool_server: ToolServer, real_clients: Any
+) -> None:
     script = [("", [("call_mv", "move", {"file": "a.txt"})]), ("Moved.", [])]
     model = Model(steps_script("openai-chat", script))
-    async with agent_gateway(model, "openai-chat", target=7) as base:
+    async with agent_gateway(model, "openai-chat", tool_server.settings(), target=7) as base:
         api = f"{base}/api/sessions/s1/chat"
         answers = [{"kind": "question", "output": "b.txt"}, {"kind": "question", "output": "docs"}]
         result = await real_clients.chat_loop(api, 7, "move a.txt", answers, auto=True)

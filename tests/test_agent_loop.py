@@ -2,7 +2,8 @@
 provider dialect, in one assistant message the real ai 5, 6 and 7 clients accept.
 
 The model is scripted (:mod:`tests.agent_responses`, served by a stub that records what it was
-asked); the tools are a real MCP server (:mod:`tests.mcp.tools_server`) over stdio."""
+asked); the tools are a real MCP server (:mod:`tests.mcp.tools_server`): the worker's shared one
+over Streamable HTTP, or one of the test's own over stdio where the transport is the point."""
 
 from __future__ import annotations
 
@@ -23,10 +24,12 @@ from starlette.responses import Response
 from chunkbridge.translators.core.agent_loop import AgentLoop, CallKind, LoopEnding, ToolPolicy
 from chunkbridge.translators.core.closing import CloseReason, CloseRequest
 from tests.agent_responses import PROVIDER_DIALECTS, TWO_STEPS, answer
+from tests.conftest import ToolServer
 from tests.gateway_harness import http_upstream, post, running_gateway, sse_response, user_body
 from tests.test_tool_sources import wait_for
 
 SERVER = str(Path(__file__).resolve().parent / "mcp" / "tools_server.py")
+#: The test server over stdio, a process of the test's own.
 TOOLS = {"math": {"command": sys.executable, "args": [SERVER]}}
 
 
@@ -112,7 +115,7 @@ def steps_script(dialect: str, steps: list[tuple[str, list[Any]]]) -> Script:
 
 @asynccontextmanager
 async def agent_gateway(
-    model: Model, dialect: str, tools: dict[str, Any] = TOOLS, **settings: Any
+    model: Model, dialect: str, tools: dict[str, Any], **settings: Any
 ) -> AsyncIterator[str]:
     async with http_upstream("/{path:path}", model.handle) as upstream:
         async with running_gateway(dialect=dialect, upstream=upstream, tools=tools, **settings) as (
@@ -136,10 +139,16 @@ def parts_of(message: dict[str, Any]) -> list[tuple[str, Any]]:
     return out
 
 
-@pytest.mark.parametrize("dialect", PROVIDER_DIALECTS)
-async def test_two_tools_in_two_steps_make_one_message(dialect: str, real_clients: Any) -> None:
+@pytest.mark.parametrize(
+    ("dialect", "transport"),
+    [*((dialect, "http") for dialect in PROVIDER_DIALECTS), ("anthropic-messages", "stdio")],
+)
+async def test_two_tools_in_two_steps_make_one_message(
+    dialect: str, transport: str, tool_server: ToolServer, real_clients: Any
+) -> None:
     model = Model(steps_script(dialect, TWO_STEPS))
-    async with agent_gateway(model, dialect) as base:
+    tools = TOOLS if transport == "stdio" else tool_server.settings()
+    async with agent_gateway(model, dialect, tools) as base:
         response = await post(base, "s1", user_body("What is (2 + 3) × 4?", id="chat-1"))
     assert response.status_code == 200, response.text
     verdicts = real_clients.check(response.content)
@@ -174,11 +183,6 @@ async def test_two_tools_in_two_steps_make_one_message(dialect: str, real_client
     assert b"multiply" in offered and b"delete_branch" in offered
 
 
-def math_tools(tmp_path: Path, **more: Any) -> dict[str, Any]:
-    env = {"CALL_LOG": str(tmp_path / "calls"), "CANCEL_MARK": str(tmp_path / "cancelled")}
-    return {"math": {**TOOLS["math"], "env": env, **more}}
-
-
 ARCHIVE: list[tuple[str, list[Any]]] = [
     ("Archiving it.", [("call_arch", "archive", {"name": "q3"})]),
     ("Done.", []),
@@ -188,10 +192,10 @@ ARCHIVE: list[tuple[str, list[Any]]] = [
 @pytest.mark.parametrize("approved", [True, False])
 @pytest.mark.parametrize("major", [5, 6, 7])
 async def test_a_destructive_tool_waits_for_approval_and_runs_once(
-    major: int, approved: bool, tmp_path: Path, real_clients: Any
+    major: int, approved: bool, tool_server: ToolServer, real_clients: Any
 ) -> None:
     model = Model(steps_script("anthropic-messages", ARCHIVE))
-    tools = math_tools(tmp_path)
+    tools = tool_server.settings()
     async with http_upstream("/{path:path}", model.handle) as upstream:
         async with running_gateway(
             dialect="anthropic-messages", upstream=upstream, tools=tools, target=major
@@ -201,7 +205,7 @@ async def test_a_destructive_tool_waits_for_approval_and_runs_once(
             result = await real_clients.chat_loop(api, major, "archive q3", answers)
             last = result["requests"][-1]
             again = await post(base, f"s-{major}", last)  # the same answer once more
-    calls = (tmp_path / "calls").read_text().split() if (tmp_path / "calls").exists() else []
+    calls = tool_server.calls()
     assert result["error"] is None and result["status"] == "ready", result
     assert calls == (["q3"] if approved else [])  # approved: exactly once; denied: never
     assert again.status_code == 409
@@ -239,13 +243,20 @@ async def read_until(pieces: AsyncIterator[bytes], marker: bytes, seconds: float
     raise AssertionError(f"{marker!r} never came: {body!r}")
 
 
+@pytest.mark.parametrize("transport", ["http", "stdio"])
 @pytest.mark.parametrize("how", ["stop", "disconnect"])
 async def test_stop_during_a_slow_tool_cancels_it_on_the_server(
-    how: str, tmp_path: Path, real_clients: Any
+    how: str, transport: str, tool_server: ToolServer, real_clients: Any
 ) -> None:
+    """The cancellation reaches the server over either transport (a notification on the stdio
+    pipe; over HTTP, a request of its own beside the call's open response)."""
     model = Model(steps_script("anthropic-messages", SLOW))
-    tools = math_tools(tmp_path, tool_approval={"slow": "never"})
-    mark = tmp_path / "cancelled"
+    mark = tool_server.cancel_mark
+    if transport == "stdio":
+        stdio = {**TOOLS["math"], "env": {"CANCEL_MARK": str(mark)}}
+        tools = {"math": {**stdio, "tool_approval": {"slow": "never"}}}
+    else:
+        tools = tool_server.settings(tool_approval={"slow": "never"})
     async with http_upstream("/{path:path}", model.handle) as upstream:
         async with running_gateway(
             dialect="anthropic-messages",
@@ -289,12 +300,15 @@ MIXED: list[tuple[str, list[Any]]] = [
 
 
 async def test_a_tool_the_app_runs_ends_the_turn_and_the_continuation_resumes_the_loop(
-    real_clients: Any,
+    tool_server: ToolServer, real_clients: Any
 ) -> None:
     model = Model(steps_script("openai-chat", MIXED))
     app_tool = {"pick_color": {"description": "The user picks a color.", "input_schema": {}}}
     settings = {"openai-chat": {"tools": app_tool}}
-    async with agent_gateway(model, "openai-chat", target=7, dialect_settings=settings) as base:
+    tools = tool_server.settings()
+    async with agent_gateway(model, "openai-chat", tools, target=7, dialect_settings=settings) as (
+        base
+    ):
         first = await post(base, "s1", user_body("count in color", id="c1"))
         verdict = real_clients.check(first.content, (7,))[7]
         assert verdict.ok and verdict.finish_reason == "tool-calls", verdict.fatal
@@ -319,7 +333,7 @@ async def test_a_tool_the_app_runs_ends_the_turn_and_the_continuation_resumes_th
 
 @pytest.mark.parametrize("failure", ["truncated", "refused"])
 async def test_a_model_call_failing_mid_loop_ends_the_message_validly(
-    failure: str, real_clients: Any
+    failure: str, tool_server: ToolServer, real_clients: Any
 ) -> None:
     """Step 1 ran a tool; the second model call is cut off (or refused): the message ends with
     the step's results kept and an error every client accepts."""
@@ -339,7 +353,7 @@ async def test_a_model_call_failing_mid_loop_ends_the_message_validly(
             return await plain(request)
 
         model.handle = handle  # type: ignore[method-assign]
-    async with agent_gateway(model, "anthropic-messages") as base:
+    async with agent_gateway(model, "anthropic-messages", tool_server.settings()) as base:
         response = await post(base, "s1", user_body("(2 + 3) × 4?", id="c1"))
     assert len(model.requests) == 2
     assert b'"finishReason":"error"' in response.content

@@ -4,7 +4,6 @@ its own approval — for every provider dialect, judged by the real ai 5, 6 and 
 
 from __future__ import annotations
 
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -17,10 +16,9 @@ from chunkbridge.gateway.tools.meta import answer
 from chunkbridge.protocol_specs import meta_tools
 from chunkbridge.translators.core.steps import StepJoin
 from tests.agent_responses import PROVIDER_DIALECTS
+from tests.conftest import ToolServer
 from tests.gateway_harness import post, user_body
-from tests.test_agent_loop import TOOLS, Model, agent_gateway, math_tools, parts_of, steps_script
-
-META_TOOLS = {"math": {**TOOLS["math"], "mode": "meta"}}
+from tests.test_agent_loop import Model, agent_gateway, parts_of, steps_script
 
 # -- the answers and the split, without I/O --------------------------------------------------------
 
@@ -151,10 +149,10 @@ FIND_THEN_CALL: list[tuple[str, list[Any]]] = [
 
 @pytest.mark.parametrize("dialect", PROVIDER_DIALECTS)
 async def test_meta_mode_offers_four_tools_and_shows_each_real_call(
-    dialect: str, real_clients: Any
+    dialect: str, tool_server: ToolServer, real_clients: Any
 ) -> None:
     model = Model(steps_script(dialect, FIND_THEN_CALL))
-    async with agent_gateway(model, dialect, META_TOOLS) as base:
+    async with agent_gateway(model, dialect, tool_server.settings(mode="meta")) as base:
         response = await post(base, "s1", user_body("2+3 and 4×5?", id="chat-1"))
     assert response.status_code == 200, response.text
     found = {
@@ -216,15 +214,15 @@ ARCHIVE_AND_ADD: list[tuple[str, list[Any]]] = [
 @pytest.mark.parametrize("approved", [True, False])
 @pytest.mark.parametrize("major", [5, 7])
 async def test_each_call_of_a_batch_has_its_own_approval(
-    major: int, approved: bool, tmp_path: Path, real_clients: Any
+    major: int, approved: bool, tool_server: ToolServer, real_clients: Any
 ) -> None:
     model = Model(steps_script("anthropic-messages", ARCHIVE_AND_ADD))
-    tools = math_tools(tmp_path, mode="meta")
+    tools = tool_server.settings(mode="meta")
     async with agent_gateway(model, "anthropic-messages", tools, target=major) as base:
         api = f"{base}/api/sessions/s-{major}/chat"
         answers = [{"kind": "approval", "approved": approved, "reason": "not now"}]
         result = await real_clients.chat_loop(api, major, "archive q4", answers)
-    calls = (tmp_path / "calls").read_text().split() if (tmp_path / "calls").exists() else []
+    calls = tool_server.calls()
     assert result["error"] is None and result["status"] == "ready", result
     assert calls == (["q4"] if approved else [])  # the destructive call asked; add did not
     message = result["messages"][-1]

@@ -4,16 +4,16 @@ ai 5, 6 and 7 clients, never shown to the model, and settled as interrupted on a
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import httpx
 import orjson
 import pytest
 
+from tests.conftest import ToolServer
 from tests.gateway_harness import post, user_body
 from tests.helpers import decode_sse
-from tests.test_agent_loop import Model, agent_gateway, math_tools, read_until, steps_script
+from tests.test_agent_loop import Model, agent_gateway, read_until, steps_script
 
 COUNT: list[tuple[str, list[Any]]] = [
     ("Counting.", [("call_count", "count", {"to": 3, "pause": 0.3})]),
@@ -31,10 +31,10 @@ def preliminary(body: bytes) -> list[Any]:
 
 @pytest.mark.parametrize("dialect", ["anthropic-messages", "openai-chat"])
 async def test_progress_shows_as_preliminary_outputs_the_result_replaces(
-    dialect: str, real_clients: Any
+    dialect: str, tool_server: ToolServer, real_clients: Any
 ) -> None:
     model = Model(steps_script(dialect, COUNT))
-    async with agent_gateway(model, dialect) as base:
+    async with agent_gateway(model, dialect, tool_server.settings()) as base:
         response = await post(base, "s1", user_body("count to 3", id="c1"))
     assert response.status_code == 200, response.text
     assert preliminary(response.content) == [
@@ -50,19 +50,23 @@ async def test_progress_shows_as_preliminary_outputs_the_result_replaces(
     assert b"counted to 3" in heard and b"at 1" not in heard  # the model reads only the result
 
 
-async def test_a_server_whose_progress_is_off_shows_only_the_result(tmp_path: Path) -> None:
+async def test_a_server_whose_progress_is_off_shows_only_the_result(
+    tool_server: ToolServer,
+) -> None:
     model = Model(steps_script("anthropic-messages", COUNT))
-    tools = math_tools(tmp_path, progress=False)
-    async with agent_gateway(model, "anthropic-messages", tools=tools) as base:
+    tools = tool_server.settings(progress=False)
+    async with agent_gateway(model, "anthropic-messages", tools) as base:
         response = await post(base, "s1", user_body("count to 3", id="c1"))
     assert preliminary(response.content) == []
     assert b"counted to 3" in response.content
 
 
-async def test_many_reports_are_coalesced_to_the_newest(real_clients: Any) -> None:
+async def test_many_reports_are_coalesced_to_the_newest(
+    tool_server: ToolServer, real_clients: Any
+) -> None:
     script = [("", [("call_count", "count", {"to": 200, "pause": 0.002})]), ("Done.", [])]
     model = Model(steps_script("anthropic-messages", script))
-    async with agent_gateway(model, "anthropic-messages") as base:
+    async with agent_gateway(model, "anthropic-messages", tool_server.settings()) as base:
         response = await post(base, "s1", user_body("count to 200", id="c1"))
     reports = preliminary(response.content)
     numbers = [report["progress"] for report in reports]
@@ -72,10 +76,13 @@ async def test_many_reports_are_coalesced_to_the_newest(real_clients: Any) -> No
     assert verdict.ok, verdict.fatal
 
 
-async def test_a_stop_while_a_call_reports_progress_settles_its_part(real_clients: Any) -> None:
+async def test_a_stop_while_a_call_reports_progress_settles_its_part(
+    tool_server: ToolServer, real_clients: Any
+) -> None:
     script = [("", [("call_count", "count", {"to": 100, "pause": 0.2})]), ("Never.", [])]
     model = Model(steps_script("anthropic-messages", script))
-    async with agent_gateway(model, "anthropic-messages", resume="memory") as base:
+    tools = tool_server.settings()
+    async with agent_gateway(model, "anthropic-messages", tools, resume="memory") as base:
         url = f"{base}/api/sessions/s1/chat"
         async with httpx.AsyncClient(timeout=20, trust_env=False) as client:
             async with client.stream("POST", url, json=user_body("count", id="c1")) as response:

@@ -1,14 +1,23 @@
 """A real MCP server (the ``mcp`` package's ``MCPServer``) for the tool tests: run as a script
-it speaks stdio; :func:`build` gives it for Streamable HTTP. ``slow`` notes its cancellation in
-the file named by ``$CANCEL_MARK`` (or the path given to :func:`build`), ``archive`` each run
-in ``$CALL_LOG``."""
+it speaks stdio, or Streamable HTTP with ``--http`` (the one server a test worker shares, see
+:func:`running_http`); :func:`build` gives it for a test's own Streamable HTTP server.
+
+``slow`` notes its cancellation in the file named by ``CANCEL_MARK`` (or the path given to
+:func:`build`), ``archive`` each run in ``CALL_LOG``: over HTTP the request's ``x-cancel-mark``
+and ``x-call-log`` headers name them, so the tests sharing a server keep their notes apart; over
+stdio the server is the test's own and its environment names them."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import select
+import socket
+import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -36,6 +45,15 @@ def ask_folder(file: str) -> Elicit[Folder]:
     return Elicit(f"Which folder for {file}?", Folder)
 
 
+def noted(ctx: Context, name: str) -> str | None:
+    """The file a call notes ``name`` in: its HTTP request's ``x-<name>`` header, else this
+    process's environment variable ``NAME``."""
+    request = ctx.request_context.request
+    headers = getattr(request, "headers", None)
+    header = headers.get("x-" + name) if headers is not None else None
+    return header or os.environ.get(name.upper().replace("-", "_"))
+
+
 def build(mark: str | None = None, name: str = "probe") -> MCPServer:
     server = MCPServer(name)
 
@@ -50,12 +68,12 @@ def build(mark: str | None = None, name: str = "probe") -> MCPServer:
         return a * b
 
     @server.tool()
-    async def slow(seconds: float) -> str:
+    async def slow(seconds: float, ctx: Context) -> str:
         """Wait, then say done (notes a cancellation)."""
         try:
             await asyncio.sleep(seconds)
         except asyncio.CancelledError:
-            path = mark or os.environ.get("CANCEL_MARK")
+            path = mark or noted(ctx, "cancel-mark")
             if path:
                 Path(path).write_text(str(time.time()))  # noqa: ASYNC240 (cancelled: no await)
             raise
@@ -67,9 +85,9 @@ def build(mark: str | None = None, name: str = "probe") -> MCPServer:
         return os.environ.get(variable, "<unset>")
 
     @server.tool()
-    def archive(name: str) -> str:
-        """Archive a report (destructive: asks first); notes each run in ``$CALL_LOG``."""
-        log = os.environ.get("CALL_LOG")
+    def archive(name: str, ctx: Context) -> str:
+        """Archive a report (destructive: asks first); notes each run in ``CALL_LOG``."""
+        log = noted(ctx, "call-log")
         if log:
             with open(log, "a") as file:
                 file.write(name + "\n")
@@ -128,5 +146,39 @@ def build(mark: str | None = None, name: str = "probe") -> MCPServer:
     return server
 
 
+def serve_http() -> None:
+    """Streamable HTTP on 127.0.0.1 at a port the kernel picks; the first line printed is the
+    endpoint's URL."""
+    import uvicorn
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    print(f"http://127.0.0.1:{sock.getsockname()[1]}/mcp", flush=True)
+    app = build().streamable_http_app()
+    uvicorn.Server(uvicorn.Config(app, log_level="error", lifespan="on")).run(sockets=[sock])
+
+
+@contextlib.contextmanager
+def running_http(seconds: float = 20) -> Iterator[str]:
+    """This server over Streamable HTTP in a process of its own; yields its endpoint's URL."""
+    proc = subprocess.Popen([sys.executable, __file__, "--http"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        if not select.select([proc.stdout], [], [], seconds)[0]:
+            raise RuntimeError(f"the MCP test server said nothing in {seconds} s")
+        url = proc.stdout.readline().strip()
+        if not url.startswith("http://"):
+            raise RuntimeError(f"the MCP test server did not start: {url!r}")
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
 if __name__ == "__main__":
-    build(name=sys.argv[1] if len(sys.argv) > 1 else "probe").run("stdio")
+    if sys.argv[1:] == ["--http"]:
+        serve_http()
+    else:
+        build(name=sys.argv[1] if len(sys.argv) > 1 else "probe").run("stdio")

@@ -5,7 +5,7 @@ The suite's promise is that speed never costs a real-client check: the summary l
 PostgreSQL and real MCP servers, so a change to the suite's plumbing (a shared server, a
 long-lived Node process, a worker more) shows at once whether one of them stopped being run.
 
-A test counts as using a component when, during its set-up, call or tear-down, a process of that
+A test counts as using a component when, during its set-up or call, a process of that
 component was started (Python's ``subprocess.Popen`` audit event, so a server the gateway under
 test starts is seen too) or a shared instance was handed to it (:func:`used`, called by the
 fixtures and helpers that share one). Counts travel in each report's ``user_properties``, so
@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import sys
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Generator, Iterable
 from pathlib import PurePath
 
 import pytest
@@ -87,7 +87,18 @@ sys.addaudithook(_audit)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> object:
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, object, object]:
+    return (yield from _running(item))
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    return (yield from _running(item))
+
+
+def _running(item: pytest.Item) -> Generator[None, object, object]:
+    """Count for ``item`` during its set-up and call; not during tear-down, where a shared
+    server's shutdown (``pg_ctl stop``) would be counted to whichever test ran last."""
     global _current
     _current = item
     try:

@@ -17,8 +17,8 @@ import uvloop
 
 from tests import components
 from tests.conformance.harness import RealClients, unavailable_reason
-from tests.postgres_server import postgres_binaries, running_postgres
-from tests.redis_server import redis_binary, running_redis
+from tests.postgres_server import fresh_database, postgres_binaries, running_postgres
+from tests.redis_server import flush_redis, redis_binary, running_redis
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 ROOT = Path(__file__).resolve().parents[1]
@@ -88,25 +88,49 @@ def real_clients() -> RealClients:
 
 @pytest.fixture
 def redis_server(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """A redis-server of this test's own: (its URL, its process)."""
+    """A redis-server of this test's own, for a test that stops or kills it: (its URL, its
+    process)."""
     require(
         "redis-server", None if redis_binary() else "not installed (apt-get install redis-server)"
     )
     with running_redis(tmp_path) as server:
+        components.used("redis")
         yield server
 
 
-@pytest.fixture
-def redis_url(redis_server: tuple[str, subprocess.Popen[bytes]]) -> str:
-    return redis_server[0]
+@pytest.fixture(scope="session")
+def shared_redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The worker's one redis-server, for the tests that only use it."""
+    require(
+        "redis-server", None if redis_binary() else "not installed (apt-get install redis-server)"
+    )
+    with running_redis(tmp_path_factory.mktemp("redis")) as (url, _):
+        yield url
 
 
 @pytest.fixture
-def postgres_url() -> Iterator[str]:
-    """A PostgreSQL cluster of this test's own (the machine's initdb and pg_ctl)."""
+def redis_url(shared_redis_url: str) -> str:
+    """A redis-server emptied for this test: the worker's shared one, flushed first."""
+    flush_redis(shared_redis_url)
+    components.used("redis")
+    return shared_redis_url
+
+
+@pytest.fixture(scope="session")
+def shared_postgres() -> Iterator[str]:
+    """The worker's one PostgreSQL cluster (the machine's initdb and pg_ctl)."""
     require("postgresql", None if postgres_binaries() else "initdb/pg_ctl not installed")
     with running_postgres() as (url, _):
         yield url
+
+
+@pytest.fixture
+def postgres_url(shared_postgres: str) -> str:
+    """A database of this test's own, made afresh on the worker's cluster (the tests that use
+    PostgreSQL are in one xdist group: one worker makes the cluster)."""
+    fresh_database(shared_postgres)
+    components.used("postgres")
+    return shared_postgres
 
 
 @pytest.fixture(scope="session")

@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["postgres_binaries", "running_postgres"]
+__all__ = ["fresh_database", "postgres_binaries", "running_postgres"]
 
 
 def postgres_binaries() -> Path | None:
@@ -101,3 +101,15 @@ def _cluster(binaries: Path, workdir: Path) -> Iterator[tuple[str, Path]]:
     finally:
         with contextlib.suppress(subprocess.SubprocessError):
             run(str(binaries / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop")
+
+
+def fresh_database(url: str) -> None:
+    """Drop the database ``url`` names (closing its connections) and make it again, empty."""
+    import psycopg
+    from psycopg import sql
+
+    name = url.rsplit("/", 1)[1]
+    with psycopg.connect(url.rsplit("/", 1)[0] + "/postgres", autocommit=True) as admin:
+        database = sql.Identifier(name)
+        admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(database))
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(database))

@@ -49,7 +49,10 @@ def answer(message_id: str, text: str) -> dict[str, Any]:
     }
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+POSTGRES = pytest.mark.xdist_group("postgres")  # one worker runs the PostgreSQL tests
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=POSTGRES)])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[TranscriptStore]:
     skipped: list[tuple[Any, ...]] = []
     if request.param == "sqlite":

@@ -17,7 +17,7 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 
 from tests.test_gateway_process import free_port, process
-from tests.test_transcripts import Provider, user
+from tests.test_transcripts import POSTGRES, Provider, user
 
 CHAT = "chat-1"
 
@@ -76,6 +76,7 @@ def texts(request: dict[str, Any]) -> list[str]:
     return [str(m.get("content")) for m in request["messages"] if m["role"] != "system"]
 
 
+@POSTGRES
 def test_a_chat_written_on_one_instance_is_listed_loaded_and_continued_on_another(
     postgres_url: str, redis_url: str, real_clients
 ) -> None:

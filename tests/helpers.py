@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
+import pytest
+
 from chunkbridge.gateway.registry import get_dialect
 from chunkbridge.kit import TranslatorOptions, TurnInput
 from chunkbridge.protocol_specs.chat_request import ChatRequest
@@ -114,3 +116,19 @@ def chat_reply(result: dict[str, Any]) -> dict[str, Any]:
     assert roles == ["user", "assistant"], roles
     message: dict[str, Any] = result["messages"][1]
     return message
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """``chunkbridge ARGV`` in this process, as :func:`~chunkbridge.gateway.cli.main` is meant
+    to be called by tests: (exit code, stdout, stderr). argparse's own exits (``--help``, usage
+    errors) are exit codes here too. A subprocess would prove only that ``python -m chunkbridge``
+    starts, which a few tests prove once."""
+    from chunkbridge.gateway.cli import main
+
+    capsys.readouterr()  # what the test printed before is not the command's
+    try:
+        code = main(list(argv))
+    except SystemExit as exit:
+        code = exit.code if isinstance(exit.code, int) else int(exit.code is not None)
+    out, err = capsys.readouterr()
+    return code, out, err

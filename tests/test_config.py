@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from chunkbridge.gateway.config import AuthMode, ConfigError, GatewayConfig, load_config
+from tests.helpers import run_cli
 
 
 def test_precedence_file_env_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -175,17 +174,14 @@ def test_the_jwt_key_file_is_read_once(tmp_path: Path) -> None:
         load_config(auth="jwt", jwt_key_file=str(tmp_path / "missing.pem"))
 
 
-def test_serve_without_a_dialect_says_which_exist() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "chunkbridge", "serve"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        cwd=Path(__file__).resolve().parents[1],
-        env={k: v for k, v in os.environ.items() if not k.startswith("CHUNKBRIDGE_")},
-    )
-    assert proc.returncode == 2
-    assert "no dialect" in proc.stderr and "agent-ops-v2" in proc.stderr
+def test_serve_without_a_dialect_says_which_exist(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in [k for k in os.environ if k.startswith("CHUNKBRIDGE_")]:
+        monkeypatch.delenv(name)
+    code, _, err = run_cli(capsys, "serve")
+    assert code == 2
+    assert "no dialect" in err and "agent-ops-v2" in err
 
 
 def test_a_dialect_that_does_not_speak_the_urls_transport_is_refused_at_start_up() -> None:

@@ -6,10 +6,7 @@ gateway and through the CLI, and the real ai 5/6/7 clients judge what comes out.
 from __future__ import annotations
 
 import asyncio
-import os
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,7 +27,7 @@ from tests.gateway_harness import (
     sse_response,
     user_body,
 )
-from tests.helpers import decode_sse, of_type, text_of
+from tests.helpers import decode_sse, of_type, run_cli, text_of
 
 ROOT = Path(__file__).resolve().parents[1]
 TOY = Path(__file__).resolve().parent / "toy_dialects"
@@ -46,24 +43,16 @@ def toy_dialects(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     registry.cache_clear()
 
 
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(TOY)}
-    return subprocess.run(
-        [sys.executable, "-m", "chunkbridge", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=ROOT,
-        env=env,
-    )
-
-
-def test_the_cli_lists_them_and_generates_their_setting_flags() -> None:
-    listing = cli("dialects").stdout
+def test_the_cli_lists_them_and_generates_their_setting_flags(
+    toy_dialects: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, listing, _ = run_cli(capsys, "dialects")
+    assert code == 0
     assert re.search(r"^acme +ws +Acme agent events", listing, re.M), listing
     assert re.search(r"^acme-sse +http +Acme model API", listing, re.M), listing
     assert re.search(r"^agent-ops-v2 +ws ", listing, re.M), listing  # built-ins alike
-    help_text = cli("serve", "--help").stdout
+    code, help_text, _ = run_cli(capsys, "serve", "--help")
+    assert code == 0
     assert "--acme-sse-model" in help_text and "--acme-sse-api-key" in help_text
 
 

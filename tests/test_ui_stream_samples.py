@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from chunkbridge.translators.core.validator import validate_sse
+from tests.helpers import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "fixtures" / "ui-stream"
@@ -48,22 +49,23 @@ def test_recorded_verdicts_match_real_clients_now(real_clients) -> None:
 
 
 @pytest.mark.parametrize("target", [5, 6, 7])
-def test_validate_cli_exit_codes(target: int, tmp_path: Path) -> None:
-    ok_name = "valid-basic"
-    bad_name = "invalid-text-delta-before-start"
-    run = [sys.executable, "-m", "chunkbridge", "validate", "--target", str(target)]
-    ok = subprocess.run([*run, str(SAMPLES / f"{ok_name}.sse")], capture_output=True, text=True)
-    assert ok.returncode == 0, ok.stdout + ok.stderr
-    bad = subprocess.run([*run, str(SAMPLES / f"{bad_name}.sse")], capture_output=True, text=True)
-    assert bad.returncode == 1
-    assert "line 5" in bad.stdout and "text part is not open" in bad.stdout
-    missing = subprocess.run([*run, str(tmp_path / "nope.sse")], capture_output=True, text=True)
-    assert missing.returncode == 2
-    usage = subprocess.run([*run[:-2], "--target", "8", "x"], capture_output=True, text=True)
-    assert usage.returncode == 2
+def test_validate_cli_exit_codes(
+    target: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = ("validate", "--target", str(target))
+    code, out, err = run_cli(capsys, *run, str(SAMPLES / "valid-basic.sse"))
+    assert code == 0, out + err
+    code, out, _ = run_cli(capsys, *run, str(SAMPLES / "invalid-text-delta-before-start.sse"))
+    assert code == 1
+    assert "line 5" in out and "text part is not open" in out
+    code, _, err = run_cli(capsys, *run, str(tmp_path / "nope.sse"))
+    assert code == 2 and "cannot read" in err
+    code, _, err = run_cli(capsys, "validate", "--target", "8", "x")
+    assert code == 2 and "--target" in err
 
 
 def test_validate_reads_stdin_and_warns() -> None:
+    """``python -m chunkbridge`` itself, reading its standard input."""
     body = (SAMPLES / "valid-last-event-without-blank-line.sse").read_bytes()
     proc = subprocess.run(
         [sys.executable, "-m", "chunkbridge", "validate", "-"], input=body, capture_output=True
@@ -72,7 +74,9 @@ def test_validate_reads_stdin_and_warns() -> None:
     assert b"drops it silently" in proc.stdout
 
 
-def test_validate_judges_a_continuation_against_the_message_it_continues(tmp_path: Path) -> None:
+def test_validate_judges_a_continuation_against_the_message_it_continues(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A continuation's output for a tool part of the continued message is fine there, and
     unknown on its own."""
     body = (
@@ -98,11 +102,11 @@ def test_validate_judges_a_continuation_against_the_message_it_continues(tmp_pat
     }
     continued = tmp_path / "message.json"
     continued.write_text(json.dumps(message))
-    run = [sys.executable, "-m", "chunkbridge", "validate", "--target", "7", str(sse)]
-    alone = subprocess.run(run, capture_output=True, text=True)
-    assert alone.returncode == 1 and "line 5" in alone.stdout
-    joined = subprocess.run([*run, "--continues", str(continued)], capture_output=True, text=True)
-    assert joined.returncode == 0, joined.stdout + joined.stderr
+    run = ("validate", "--target", "7", str(sse))
+    code, out, _ = run_cli(capsys, *run)
+    assert code == 1 and "line 5" in out
+    code, out, err = run_cli(capsys, *run, "--continues", str(continued))
+    assert code == 0, out + err
     continued.write_text('{"role": "user", "parts": []}')
-    wrong = subprocess.run([*run, "--continues", str(continued)], capture_output=True, text=True)
-    assert wrong.returncode == 2 and "assistant" in wrong.stderr
+    code, _, err = run_cli(capsys, *run, "--continues", str(continued))
+    assert code == 2 and "assistant" in err

@@ -240,3 +240,19 @@ async def post(
     data = content if content is not None else orjson.dumps(body or user_body())
     async with httpx.AsyncClient(timeout=read_timeout, trust_env=False) as client:
         return await client.post(f"{base}/api/sessions/{session}/chat", content=data, headers=hdrs)
+
+
+async def follow(
+    base: str, session: str, attached: asyncio.Event, chat: str = "chat1"
+) -> tuple[int, bytes]:
+    """GET a turn's stream (``…/chat/{chat}/stream``) to its end: (status, body). ``attached``
+    is set once its first bytes came: the reader is in, an event to order a test by."""
+    body = b""
+    async with httpx.AsyncClient(timeout=20, trust_env=False) as client:
+        url = f"{base}/api/sessions/{session}/chat/{chat}/stream"
+        async with client.stream("GET", url) as response:
+            async for piece in response.aiter_bytes():
+                body += piece
+                attached.set()
+    attached.set()  # an empty answer (204) is in and out at once
+    return response.status_code, body

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Callable
 from typing import Any, Literal
 
 import pytest
@@ -132,3 +134,11 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, s
         code = exit.code if isinstance(exit.code, int) else int(exit.code is not None)
     out, err = capsys.readouterr()
     return code, out, err
+
+
+async def until(condition: Callable[[], object], seconds: float = 10) -> None:
+    """Wait for ``condition()`` to hold — the event a test orders itself by, where a sleep would
+    only guess how long it takes (checked every 10 ms; TimeoutError after ``seconds``)."""
+    async with asyncio.timeout(seconds):
+        while not condition():  # noqa: ASYNC110 (plain state of a server: no event to await)
+            await asyncio.sleep(0.01)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
+from collections.abc import Callable
 
 import httpx
 import jwt
@@ -163,15 +164,25 @@ async def test_jwt_auth_checks_signature_expiry_and_sessions() -> None:
 
 
 async def test_second_concurrent_turn_gets_409() -> None:
+    started, refused = asyncio.Event(), asyncio.Event()
+
+    async def held(ws, up, session):
+        """The first turn runs until the second request has been answered."""
+        await up.send(ws, session, {"type": "message.create", "turnId": "t"})
+        started.set()
+        await asyncio.wait_for(refused.wait(), 10)
+        for event in agent_ops_turn()[1:]:
+            await up.send(ws, session, event)
+
     async with ScriptedUpstream() as up, running_gateway(upstream=up.url) as (base, _):
-        up.scripts["*"] = events(
-            {"type": "message.create", "turnId": "t"}, 1.0, *agent_ops_turn()[1:]
-        )
+        up.scripts["busy"] = held
         first = asyncio.create_task(post(base, "busy"))
-        await asyncio.sleep(0.3)
+        await asyncio.wait_for(started.wait(), 10)
         second = await post(base, "busy")
+        refused.set()
         assert second.status_code == 409
         assert (await first).status_code == 200
+        up.scripts["busy"] = events(*agent_ops_turn())
         assert (await post(base, "busy")).status_code == 200  # released afterwards
 
 
@@ -287,6 +298,17 @@ async def test_client_disconnect_sends_abort_upstream_within_a_second() -> None:
     assert abort_times[0] - hung_up < 1.0
 
 
+async def stalled(count: Callable[[], int], quiet: float, within: float) -> int:
+    """``count()`` once it has not grown for ``quiet`` seconds (at most ``within`` seconds)."""
+    loop = asyncio.get_running_loop()
+    deadline, last, since = loop.time() + within, count(), loop.time()
+    while loop.time() - since < quiet and loop.time() < deadline:
+        await asyncio.sleep(0.05)
+        if count() != last:
+            last, since = count(), loop.time()
+    return last
+
+
 async def test_slow_client_backpressure_keeps_memory_bounded() -> None:
     total = 40_000
     delta = "y" * 1000
@@ -310,8 +332,7 @@ async def test_slow_client_backpressure_keeps_memory_bounded() -> None:
         await writer.drain()
         await reader.read(1000)  # headers and the first bytes, then stop reading
         rss_before = rss_kb()
-        await asyncio.sleep(2.0)
-        sent_while_stalled = up.sent["slow"]
+        sent_while_stalled = await stalled(lambda: up.sent["slow"], quiet=0.5, within=10)
         rss_growth = rss_kb() - rss_before
         writer.close()
         await asyncio.wait_for(up.closed["slow"].wait(), 5)

@@ -10,8 +10,15 @@ from typing import Any
 
 import httpx
 
-from tests.gateway_harness import ScriptedUpstream, events, post, running_gateway, user_body
-from tests.helpers import decode_sse, text_of
+from tests.gateway_harness import (
+    ScriptedUpstream,
+    events,
+    follow,
+    post,
+    running_gateway,
+    user_body,
+)
+from tests.helpers import decode_sse, text_of, until
 
 WORDS = 40
 
@@ -79,7 +86,7 @@ async def test_readers_join_mid_turn_and_after_the_end_and_leave_without_harm() 
         upstream.scripts["*"] = events(*slow_turn(0.03))
         async with gateway(upstream) as gw:
             owner = asyncio.create_task(post(gw, "s2", user_body("hi")))
-            await asyncio.sleep(0.3)
+            await until(lambda: upstream.sent["s2"] >= 8)  # mid-turn
             # A reader that leaves at once, and 100 that stay.
             async with httpx.AsyncClient(timeout=10, trust_env=False) as client:
                 url = f"{gw}/api/sessions/s2/chat/chat1/stream"
@@ -119,19 +126,20 @@ async def test_stop_ends_the_turn_upstream_and_for_every_reader(real_clients) ->
         upstream.scripts["*"] = events(*slow_turn(0.05), close=False)
         async with gateway(upstream) as gw:
             await read_until(gw, "s4", b'"w2 "', user_body("hi"))  # the client left: detached
-            reader = asyncio.create_task(get_stream(gw, "s4"))
-            await asyncio.sleep(0.2)
+            attached = asyncio.Event()
+            reader = asyncio.create_task(follow(gw, "s4", attached))
+            await asyncio.wait_for(attached.wait(), 10)
             stopped = await _stop(gw, "s4")
-            resumed = await reader
+            _, resumed = await reader
             again = await _stop(gw, "s4")
             await asyncio.wait_for(upstream.closed["s4"].wait(), 2)
             next_turn = await post(gw, "s4", user_body("next"))  # the session is free
     assert stopped.status_code == 202 and again.status_code == 204
     assert upstream.aborted("s4")
     assert next_turn.status_code == 200
-    text = text_of(decode_sse(resumed.content))
+    text = text_of(decode_sse(resumed))
     assert text.startswith("w0 w1 w2 ") and len(text) < len(EXPECTED)
-    for major, verdict in real_clients.check(resumed.content).items():
+    for major, verdict in real_clients.check(resumed).items():
         assert verdict.ok, (major, verdict.fatal)
 
 

@@ -114,6 +114,29 @@ def get(base: str, path: str) -> httpx.Response:
     return httpx.get(base + path, timeout=20, trust_env=False)
 
 
+class Reader(threading.Thread):
+    """A resume read of a turn's stream on a thread of its own, to its end; ``attached`` is set
+    once its first bytes came (the reader is in: what a test waits for before a stop or a kill)."""
+
+    def __init__(self, base: str, session: str) -> None:
+        super().__init__()
+        self.url = f"{base}/api/sessions/{session}/chat/chat1/stream"
+        self.attached = threading.Event()
+        self.body = b""
+
+    def run(self) -> None:
+        with httpx.stream("GET", self.url, timeout=20, trust_env=False) as response:
+            for chunk in response.iter_bytes():
+                self.body += chunk
+                self.attached.set()
+
+    def joined(self, seconds: float) -> bytes:
+        """Start it and wait for it to attach (at most ``seconds``)."""
+        self.start()
+        assert self.attached.wait(seconds), "the reader got nothing"
+        return self.body
+
+
 def test_another_instance_resumes_mid_turn_and_after_the_end(
     redis_url: str, tmp_path: Path, real_clients
 ) -> None:
@@ -157,20 +180,15 @@ def test_stop_from_the_other_instance_ends_the_turn_for_every_reader(
     recording = slow_recording(tmp_path / "slow.jsonl", pause_ms=60)
     with two_gateways(redis_url, recording) as (a, b, _):
         drop_after(a, "s2", b'"w2 "')
-        readers: list[httpx.Response] = []
-        thread = threading.Thread(
-            target=lambda: readers.append(get(b, "/api/sessions/s2/chat/chat1/stream"))
-        )
-        thread.start()
-        time.sleep(0.3)
+        reader = Reader(b, "s2")
+        reader.joined(10)
         stopped = httpx.post(f"{b}/api/sessions/s2/chat/chat1/stop", timeout=10, trust_env=False)
-        thread.join(10)
+        reader.join(10)
         again = httpx.post(f"{b}/api/sessions/s2/chat/chat1/stop", timeout=10, trust_env=False)
     assert stopped.status_code == 202 and again.status_code == 204
-    (resumed,) = readers
-    text = text_of(decode_sse(resumed.content))
+    text = text_of(decode_sse(reader.body))
     assert text.startswith("w0 w1 w2 ") and len(text) < len(EXPECTED)
-    for major, verdict in real_clients.check(resumed.content).items():
+    for major, verdict in real_clients.check(reader.body).items():
         assert verdict.ok, (major, verdict.fatal)
 
 
@@ -181,23 +199,18 @@ def test_a_killed_owner_ends_every_reader_within_the_lease(
     with two_gateways(redis_url, recording) as (a, b, owner):
         drop_after(a, "s3", b'"w2 "')
         started = time.monotonic()
-        readers: list[httpx.Response] = []
-        thread = threading.Thread(
-            target=lambda: readers.append(get(b, "/api/sessions/s3/chat/chat1/stream"))
-        )
-        thread.start()
-        time.sleep(0.3)
+        reader = Reader(b, "s3")
+        reader.joined(10)
         os.kill(owner.pid, signal.SIGKILL)
-        thread.join(LEASE + 5)
+        reader.join(LEASE + 5)
         waited = time.monotonic() - started
         free = httpx.post(
             f"{b}/api/sessions/s3/chat", json=user_body("next"), timeout=20, trust_env=False
         )
     assert waited < LEASE + 2 + 0.5
-    (resumed,) = readers
-    chunks = decode_sse(resumed.content)
+    chunks = decode_sse(reader.body)
     assert chunks[-2]["type"] == "error" and chunks[-1]["type"] == "finish"
-    for major, verdict in real_clients.check(resumed.content).items():
+    for major, verdict in real_clients.check(reader.body).items():
         assert verdict.ok and verdict.error_text, (major, verdict.fatal)
     assert free.status_code == 200  # the session is free again
 

@@ -33,12 +33,14 @@ from tests.gateway_harness import (
     ScriptedUpstream,
     agent_ops_turn,
     events,
+    follow,
     http_upstream,
     post,
     running_gateway,
     sse_response,
     user_body,
 )
+from tests.helpers import until
 
 SERVER = str(Path(__file__).resolve().parent / "mcp" / "tools_server.py")
 TOOLS = {"math": {"command": sys.executable, "args": [SERVER]}}
@@ -235,14 +237,15 @@ async def test_a_stop_is_an_event_and_a_resume_read_links_to_its_turn(
                 body = orjson.dumps(user_body())
                 headers = {"content-type": "application/json", "traceparent": TRACEPARENT}
                 turn_task = asyncio.create_task(client.post(chat, content=body, headers=headers))
-                await asyncio.sleep(0.7)
-                read = asyncio.create_task(client.get(f"{chat}/chat1/stream"))
-                await asyncio.sleep(0.3)
+                await until(lambda: up.sent["s1"] >= 2)  # mid-turn
+                attached = asyncio.Event()
+                read = asyncio.create_task(follow(base, "s1", attached))
+                await asyncio.wait_for(attached.wait(), 10)
                 stopped = await client.post(f"{chat}/chat1/stop")
-                response, resumed = await turn_task, await read
+                response, (status, resumed) = await turn_task, await read
     assert stopped.status_code == 202 and response.status_code == 200
     assert all(v.ok for v in real_clients.check(response.content).values())
-    assert resumed.status_code == 200 and not resumed.content.startswith(b": traceparent")
+    assert status == 200 and not resumed.startswith(b": traceparent")
     turn = one(spans, "chunkbridge.turn")
     call = one(spans, "invoke_agent agent-ops-v2")
     assert call.kind is SpanKind.CLIENT and parent_of(call) == turn.context.span_id
@@ -270,7 +273,7 @@ async def test_a_resume_read_on_another_instance_links_to_the_turn(
             async with running_gateway(redis_url=redis_url, **settings) as (other_base, _):
                 async with httpx.AsyncClient(timeout=20, trust_env=False) as client:
                     post_turn = asyncio.create_task(post(one_base, "s1"))
-                    await asyncio.sleep(0.4)
+                    await until(lambda: up.sent["s1"] >= 2)  # mid-turn
                     path = "/api/sessions/s1/chat/chat1/stream"
                     resumed = await client.get(other_base + path)
                     first = await post_turn

@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 import pytest
 
+from tests import components
 from tests.agent_responses import answer
 from tests.gateway_harness import http_upstream, post, running_gateway, user_body, uvicorn_server
 from tests.mcp.tools_server import build
@@ -33,6 +34,7 @@ async def tool_server(transport: str) -> AsyncIterator[dict[str, Any]]:
         yield TOOLS
         return
     async with uvicorn_server(build().streamable_http_app()) as base:
+        components.used("mcp")  # a server of the test's own: it learns a tool
         yield {"math": {"url": f"{base}/mcp"}}
 
 

@@ -19,6 +19,8 @@ from chunkbridge.gateway.config import GatewayConfig
 from chunkbridge.gateway.tool_settings import ApprovalPolicy, ToolServerSettings
 from chunkbridge.gateway.tools import ToolSources, ToolSourceUnavailable
 from chunkbridge.gateway.tools.catalog import RemoteTool, build_catalog, capped
+from tests import components
+from tests.conftest import ToolServer
 from tests.gateway_harness import running_gateway, uvicorn_server
 from tests.mcp.tools_server import build
 
@@ -71,7 +73,7 @@ async def test_a_stdio_server_lists_runs_and_is_cancelled(tmp_path: Path) -> Non
         failed = await sources.call("delete_branch", {"branch": "main"})
         invented = await sources.call("rm_rf", {})
         call = asyncio.create_task(sources.call("slow", {"seconds": 30}))
-        await asyncio.sleep(0.3)
+        assert await wait_for(mark.with_name("cancelled.started"), 10), "slow never started"
         stopped_at = time.monotonic()
         call.cancel()  # a stop
         with pytest.raises(asyncio.CancelledError):
@@ -95,6 +97,7 @@ async def test_a_streamable_http_server_gets_its_headers_and_times_out_a_call(
 ) -> None:
     mark = tmp_path / "cancelled"
     recorded = Recorded(build(str(mark)).streamable_http_app())
+    components.used("mcp")  # a server of the test's own, in this process
     async with uvicorn_server(recorded) as base:
         settings = ToolServerSettings(
             url=f"{base}/mcp", headers={"x-api-key": "k1"}, tool_timeout=0.5, deny=["big"]
@@ -115,11 +118,18 @@ async def test_a_streamable_http_server_gets_its_headers_and_times_out_a_call(
     assert recorded.headers and all(h.get("x-api-key") == "k1" for h in recorded.headers)
 
 
-async def test_two_servers_with_the_same_tool_are_told_apart_and_outputs_are_capped() -> None:
+async def test_two_servers_with_the_same_tool_are_told_apart_and_outputs_are_capped(
+    tool_server: ToolServer,
+) -> None:
+    """Two servers offering ``add``: the worker's shared server, configured twice (two
+    sessions of it, each as its own tool server)."""
+    shared = ToolServerSettings(url=tool_server.url)
     sources = ToolSources(
         {
-            "left": stdio(allow=["add", "big"], max_output_bytes=20),
-            "right": stdio(allow=["add"], tool_approval={"add": ApprovalPolicy.ALWAYS}),
+            "left": shared.model_copy(update={"allow": ["add", "big"], "max_output_bytes": 20}),
+            "right": shared.model_copy(
+                update={"allow": ["add"], "tool_approval": {"add": ApprovalPolicy.ALWAYS}}
+            ),
         }
     )
     await sources.start()

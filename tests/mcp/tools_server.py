@@ -69,11 +69,14 @@ def build(mark: str | None = None, name: str = "probe") -> MCPServer:
 
     @server.tool()
     async def slow(seconds: float, ctx: Context) -> str:
-        """Wait, then say done (notes a cancellation)."""
+        """Wait, then say done (notes its start beside the cancellation mark, and a
+        cancellation in it)."""
+        path = mark or noted(ctx, "cancel-mark")
+        if path:
+            Path(path + ".started").touch()  # noqa: ASYNC240 (a test's file: no await)
         try:
             await asyncio.sleep(seconds)
         except asyncio.CancelledError:
-            path = mark or noted(ctx, "cancel-mark")
             if path:
                 Path(path).write_text(str(time.time()))  # noqa: ASYNC240 (cancelled: no await)
             raise

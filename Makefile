@@ -39,13 +39,14 @@ $(EXAMPLE)/node_modules/.installed: $(EXAMPLE)/package.json $(EXAMPLE)/package-l
 	@touch $@
 
 # The whole suite: lint, types, architecture, then unit, property, real-client conformance,
-# gateway, soak and browser tests.
+# gateway, soak and browser tests, on pytest-xdist workers (two per core; pyproject's addopts).
 test: install lint
 	$(BIN)/python -m pytest
 
-# Only the browser end-to-end test (builds the React app for AI SDK 5 and 7, drives Chromium).
+# Only the browser end-to-end tests (build the React app for AI SDK 5 and 7, drive Chromium),
+# in this process (-n 0) so that -s shows their output.
 e2e: install
-	$(BIN)/python -m pytest -m e2e -s
+	$(BIN)/python -m pytest -m e2e -n 0 -s
 
 # agent-ops-v2's demo by default; DIALECT=anthropic-messages (ag-ui, gemini…) plays another's;
 # AGENT=1: the agent loop (a scripted model calling a built-in MCP server's tools);

@@ -51,6 +51,13 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(components.Tally(), "chunkbridge-components-tally")
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: two workers per core. Most of a test's time is spent waiting on the servers,
+    browsers and Node clients it drives, so one worker per core leaves the cores idle half the
+    time; ``PYTEST_XDIST_AUTO_NUM_WORKERS`` overrides it, ``-n 0`` runs in this process."""
+    return 2 * (os.cpu_count() or 1)
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     """A module added since ``make install`` is missing from the strict editable install's link
     tree, and its import would fail deep inside some test: say so once, up front."""

@@ -142,3 +142,15 @@ async def until(condition: Callable[[], object], seconds: float = 10) -> None:
     async with asyncio.timeout(seconds):
         while not condition():  # noqa: ASYNC110 (plain state of a server: no event to await)
             await asyncio.sleep(0.01)
+
+
+async def stalled(count: Callable[[], int], quiet: float, within: float) -> int:
+    """``count()`` once it has not grown for ``quiet`` seconds (at most ``within`` seconds): how
+    far a sender got before back-pressure held it, without guessing how long that takes."""
+    loop = asyncio.get_running_loop()
+    deadline, last, since = loop.time() + within, count(), loop.time()
+    while loop.time() - since < quiet and loop.time() < deadline:
+        await asyncio.sleep(0.05)
+        if count() != last:
+            last, since = count(), loop.time()
+    return last

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
-from collections.abc import Callable
 
 import httpx
 import jwt
@@ -20,7 +19,7 @@ from tests.gateway_harness import (
     running_gateway,
     user_body,
 )
-from tests.helpers import assert_valid_for, decode_sse, of_type, text_of, types
+from tests.helpers import assert_valid_for, decode_sse, of_type, stalled, text_of, types
 
 pytestmark = pytest.mark.asyncio
 
@@ -296,17 +295,6 @@ async def test_client_disconnect_sends_abort_upstream_within_a_second() -> None:
     abort_times = [t for t, f in up.received_at["stop-me"] if f.get("type") == "abort"]
     assert abort_times, up.received["stop-me"]
     assert abort_times[0] - hung_up < 1.0
-
-
-async def stalled(count: Callable[[], int], quiet: float, within: float) -> int:
-    """``count()`` once it has not grown for ``quiet`` seconds (at most ``within`` seconds)."""
-    loop = asyncio.get_running_loop()
-    deadline, last, since = loop.time() + within, count(), loop.time()
-    while loop.time() - since < quiet and loop.time() < deadline:
-        await asyncio.sleep(0.05)
-        if count() != last:
-            last, since = count(), loop.time()
-    return last
 
 
 async def test_slow_client_backpressure_keeps_memory_bounded() -> None:

@@ -26,6 +26,7 @@ from chunkbridge.gateway.errors import (
 )
 from chunkbridge.gateway.transports import UpstreamEnded, open_websocket
 from chunkbridge.gateway.transports import websocket as ws_transport
+from tests.helpers import until
 
 Handler = Callable[[ServerConnection], Awaitable[None]]
 
@@ -126,15 +127,18 @@ async def test_connection_dropped_without_a_close_frame() -> None:
 
 
 async def test_pings_are_answered_while_nothing_is_read() -> None:
+    ponged = asyncio.Event()
+
     async def handler(ws: ServerConnection) -> None:
         pong = await ws.ping(b"are you there")
         await asyncio.wait_for(pong, 1)
+        ponged.set()
         await ws.send("pong seen")
         await ws.close()
 
     async with server(handler) as (url, _):
         upstream = await connect(url)
-        await asyncio.sleep(0.1)  # the pong goes out without any recv()
+        await asyncio.wait_for(ponged.wait(), 2)  # the pong goes out without any recv()
         messages, end = await drain(upstream)
         await upstream.aclose()
     assert messages == [b"pong seen"]
@@ -236,8 +240,7 @@ async def test_a_slow_reader_stops_reading_the_socket_and_loses_nothing() -> Non
     async with server(handler) as (url, _):
         upstream = await connect(url)
         shell = upstream._shell
-        await asyncio.sleep(0.3)  # read nothing: the shell must stop at the high-water mark
-        assert shell.flow_paused
+        await until(lambda: shell.flow_paused)  # read nothing: the shell stops at the mark
         assert shell.buffered_bytes <= ws_transport.READ_HIGH_WATER + 300 * 1024  # + one read
         messages, end = await drain(upstream)
         await upstream.aclose()

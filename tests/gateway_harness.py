@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any
@@ -166,17 +167,25 @@ def agent_ops_turn(text: str = "Hello there") -> list[Any]:
     ]
 
 
+def free_port() -> int:
+    """A port nothing listens on now (for a server that must know its port before it starts)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 @contextlib.asynccontextmanager
-async def uvicorn_server(app: Any, http: str = "auto") -> AsyncIterator[str]:
-    """Serve ``app`` with uvicorn on 127.0.0.1:<ephemeral> in this loop; yield its base URL.
-    ``http``: uvicorn's HTTP implementation (``auto`` is httptools, as ``serve`` runs)."""
+async def uvicorn_server(app: Any, http: str = "auto", port: int = 0) -> AsyncIterator[str]:
+    """Serve ``app`` with uvicorn on 127.0.0.1 (``port``, or an ephemeral one) in this loop;
+    yield its base URL. ``http``: uvicorn's HTTP implementation (``auto`` is httptools, as
+    ``serve`` runs)."""
     state = getattr(app, "state", None)
     gateway = getattr(state, "gateway", None) if state is not None else None
     server = uvicorn.Server(
         uvicorn.Config(
             app,
             host="127.0.0.1",
-            port=0,
+            port=port,
             log_level="error",
             lifespan="on",
             access_log=False,
@@ -215,6 +224,20 @@ def sse_response(payloads: Iterable[bytes], pause: float) -> StreamingResponse:
             await asyncio.sleep(pause)
 
     return StreamingResponse(body(), media_type="text/event-stream")
+
+
+@contextlib.asynccontextmanager
+async def running_demo(*args: str) -> AsyncIterator[str]:
+    """``chunkbridge demo ARGS --store off`` served in this loop: the app the command builds from
+    its flags (:func:`~chunkbridge.gateway.cli.demo.build_demo`), on a port of its own (the demo
+    of an HTTP dialect calls itself); yields its base URL."""
+    from chunkbridge.gateway.cli import build_parser
+    from chunkbridge.gateway.cli.demo import build_demo
+
+    port = free_port()
+    flags = build_parser().parse_args(["demo", *args, "--port", str(port), "--store", "off"])
+    async with uvicorn_server(build_demo(flags).app, port=port) as base:
+        yield base
 
 
 @contextlib.asynccontextmanager

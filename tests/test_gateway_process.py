@@ -1,4 +1,7 @@
-"""The CLI as users run it: serve in front of mock-upstream, demo, record, SIGTERM drain."""
+"""The CLI as users run it: serve in front of mock-upstream, demo, record, SIGTERM drain — real
+processes. The demos of the other dialects are built from the same flags and served in the
+test's own event loop (:func:`tests.gateway_harness.running_demo`): a process of each would
+prove only what the agent-ops demo's process already does."""
 
 from __future__ import annotations
 
@@ -12,23 +15,18 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import orjson
 import pytest
 
 from chunkbridge.gateway.devtools.replay import replay_file
-from tests.gateway_harness import agent_ops_turn, user_body
+from tests.gateway_harness import agent_ops_turn, free_port, post, running_demo, user_body
 from tests.helpers import decode_sse, types
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextmanager
@@ -245,9 +243,12 @@ def test_sigterm_drains_open_streams_with_a_valid_ending(tmp_path: Path, workers
     assert body.endswith(b"data: [DONE]\n\n")
 
 
-def test_demo_serves_the_page_and_a_stream_every_client_accepts(real_clients) -> None:
+def test_demo_serves_the_page_and_a_stream_every_client_accepts(
+    tmp_path: Path, real_clients
+) -> None:
     port = free_port()
     args = ("demo", "--dialect", "agent-ops-v2", "--port", str(port))
+    args += ("--store-path", str(tmp_path / "chats.sqlite3"))  # not the demo's file in /tmp
     with process(*args, ready_url=f"http://127.0.0.1:{port}/healthz"):
         base = f"http://127.0.0.1:{port}"
         page = httpx.get(base + "/", trust_env=False)
@@ -265,12 +266,9 @@ def test_demo_serves_the_page_and_a_stream_every_client_accepts(real_clients) ->
         assert verdict.finish_reason == "stop"
 
 
-def test_the_demo_asks_on_cue_and_continues_with_the_answer(real_clients) -> None:
-    port = free_port()
-    args = ("demo", "--dialect", "agent-ops-v2", "--port", str(port))
-    with process(*args, ready_url=f"http://127.0.0.1:{port}/healthz"):
-        base = f"http://127.0.0.1:{port}"
-        first = post_chat(base, "ask-1", user_body("ask me"))
+async def test_the_demo_asks_on_cue_and_continues_with_the_answer(real_clients) -> None:
+    async with running_demo("--dialect", "agent-ops-v2") as base:
+        first = await post(base, "ask-1", user_body("ask me"))
         message = real_clients.check(first.content)[7].message
         assert message is not None
         parts = [
@@ -281,26 +279,30 @@ def test_the_demo_asks_on_cue_and_continues_with_the_answer(real_clients) -> Non
         ]
         body = user_body("ask me")
         body["messages"].append({**message, "parts": parts})
-        second = post_chat(base, "ask-1", body)
-        log = httpx.get(f"{base}/demo/upstream-events/ask-1", trust_env=False).json()
+        second = await post(base, "ask-1", body)
+        log = await upstream_events(base, "ask-1")
     answers = [f for f in log["received"] if f.get("type") == "answer"]
     assert len(answers) == 1 and answers[0]["answer"] == "blue"
     for major, verdict in real_clients.check(second.content).items():
         assert verdict.ok and "You chose **blue**" in verdict.text(), (major, verdict.fatal)
 
 
-def test_the_ag_ui_demo_asks_for_an_approval_on_cue(real_clients) -> None:
+async def upstream_events(base: str, session: str) -> dict[str, Any]:
+    """What the demo backend received and sent for ``session``."""
+    async with httpx.AsyncClient(trust_env=False) as client:
+        response = await client.get(f"{base}/demo/upstream-events/{session}")
+    events: dict[str, Any] = response.json()
+    return events
+
+
+async def test_the_ag_ui_demo_asks_for_an_approval_on_cue(real_clients) -> None:
     """`make demo DIALECT=ag-ui`: "approve" stops the run at an interrupt on its tool call; the
     real ai 7 chat approves it and the next run resumes with the decision."""
-    from tests.conformance.harness import chat_loop
-
-    port = free_port()
-    args = ("demo", "--dialect", "ag-ui", "--target", "7", "--port", str(port))
-    with process(*args, ready_url=f"http://127.0.0.1:{port}/healthz"):
-        base = f"http://127.0.0.1:{port}"
+    async with running_demo("--dialect", "ag-ui", "--target", "7") as base:
         answer = {"kind": "approval", "approved": True}
-        result = chat_loop(f"{base}/api/sessions/agui-a/chat", 7, "approve it", [answer])
-        log = httpx.get(f"{base}/demo/upstream-events/agui-a", trust_env=False).json()
+        api = f"{base}/api/sessions/agui-a/chat"
+        result = await real_clients.chat_loop(api, 7, "approve it", [answer])
+        log = await upstream_events(base, "agui-a")
     assert result["error"] is None, result
     (tool,) = [p for p in result["messages"][1]["parts"] if p["type"] == "tool-archive_chat"]
     assert tool["state"] == "output-available" and tool["output"] == {"archived": True}
@@ -313,13 +315,10 @@ def test_the_ag_ui_demo_asks_for_an_approval_on_cue(real_clients) -> None:
 @pytest.mark.parametrize(
     "dialect", ["anthropic-messages", "openai-responses", "gemini", "ag-ui", "pi-agent"]
 )
-def test_demo_of_a_provider_dialect_plays_a_mock_provider(dialect: str, real_clients) -> None:
-    port = free_port()
-    args = ("demo", "--dialect", dialect, "--port", str(port))
-    with process(*args, ready_url=f"http://127.0.0.1:{port}/healthz"):
-        base = f"http://127.0.0.1:{port}"
-        response = post_chat(base, "demo-1", user_body("What is the weather?"))
-        log = httpx.get(f"{base}/demo/upstream-events/demo-1", trust_env=False).json()
+async def test_demo_of_a_provider_dialect_plays_a_mock_provider(dialect: str, real_clients) -> None:
+    async with running_demo("--dialect", dialect) as base:
+        response = await post(base, "demo-1", user_body("What is the weather?"))
+        log = await upstream_events(base, "demo-1")
     (request,) = log["received"]
     history = request.get("messages") or request.get("input") or request.get("contents")
     assert "What is the weather?" in orjson.dumps(history[-1] if history else request).decode()

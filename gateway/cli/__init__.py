@@ -1,8 +1,9 @@
 """``chunkbridge`` command line: validate, replay, dialects, serve, demo, mock-upstream, record.
 
 One module per concern: :mod:`~chunkbridge.gateway.cli.streams` (validate, replay: stream files,
-offline), :mod:`~chunkbridge.gateway.cli.serve` (serve, demo, dialects) and
-:mod:`~chunkbridge.gateway.cli.recordings` (record, mock-upstream); settings become flags in
+offline), :mod:`~chunkbridge.gateway.cli.serve` (serve, dialects),
+:mod:`~chunkbridge.gateway.cli.demo` and :mod:`~chunkbridge.gateway.cli.recordings` (record,
+mock-upstream); settings become flags in
 :mod:`~chunkbridge.gateway.cli.flags`. Every subcommand is a function ``(args) -> exit code``;
 :func:`main` takes ``argv`` so tests call it in-process. Exit codes: 0 success, 1 the checked
 thing is wrong (invalid stream, golden differs), 2 usage errors (argparse's own convention;
@@ -15,6 +16,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from chunkbridge.gateway.cli.demo import register as add_demo_command
 from chunkbridge.gateway.cli.recordings import register as add_recording_commands
 from chunkbridge.gateway.cli.serve import register as add_serving_commands
 from chunkbridge.gateway.cli.streams import register as add_stream_commands
@@ -30,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     add_stream_commands(sub)
     add_serving_commands(sub)
+    add_demo_command(sub)
     add_recording_commands(sub)
     return parser
 

@@ -21,6 +21,7 @@ from tests.gateway_harness import (
     running_gateway,
     user_body,
 )
+from tests.helpers import until
 
 pytestmark = pytest.mark.asyncio
 
@@ -83,16 +84,16 @@ async def test_soak_thousands_of_turns_leaves_nothing_behind() -> None:
 
                 await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
 
+            def settled() -> bool:  # aborted upstream sockets have finished closing
+                return up.open_connections == 0 and not app.state.gateway.turns.runs
+
             await run(0, 200)  # warm-up: pools, caches, lazy imports
-            await asyncio.sleep(0.5)
+            await until(settled)
             gc.collect()
             fds_before, rss_before = open_fds(), rss_kb()
             tasks_before = len(asyncio.all_tasks())
             await run(200, TURNS)
-            for _ in range(100):  # bounded wait for aborted upstream sockets to finish closing
-                if up.open_connections == 0 and not app.state.gateway.turns.runs:
-                    break
-                await asyncio.sleep(0.05)
+            await until(settled)
             gc.collect()
             fds_after, rss_after = open_fds(), rss_kb()
             tasks_after = len(asyncio.all_tasks())

@@ -42,7 +42,6 @@ _NODE_SCRIPTS = {
     "ws_client.mjs": "ai-sdk",
     "oracle.mjs": "ai-sdk",
     "run.mjs": "chromium",
-    "demo_agent.mjs": "chromium",
 }
 _PROGRAMS = {
     "redis-server": "redis",

@@ -28,7 +28,7 @@ import base64
 from typing import Any
 
 from tests.agent_responses import TWO_STEPS, answer
-from tests.conformance.harness import HERE, _run_node
+from tests.conformance.harness import run_script
 from tests.gateway_harness import post, user_body, uvicorn_server
 from tests.mcp.tools_server import build
 from tests.test_agent_loop import Model, agent_gateway, steps_script
@@ -45,7 +45,7 @@ def ai_sdk_loop(steps: int, mcp_url: str) -> bytes:
         "steps": steps,
         "mcp_url": mcp_url,
     }
-    result = _run_node(HERE / "agent_loop.mjs", payload, 120)
+    result = run_script("agent_loop.mjs", payload, 120)
     return base64.b64decode(result["body_b64"])
 
 

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -14,11 +11,10 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
+from tests.conformance.harness import run_script
 from tests.gateway_harness import ScriptedUpstream, events, post, running_gateway, user_body
 from tests.helpers import decode_sse, text_of
 from tests.test_resume import EXPECTED, read_until, slow_turn
-
-CONFORMANCE = Path(__file__).resolve().parent / "conformance"
 
 
 def messages(text: str) -> list[dict[str, Any]]:
@@ -26,21 +22,9 @@ def messages(text: str) -> list[dict[str, Any]]:
 
 
 async def run_transport(url: str, steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    def run() -> list[dict[str, Any]]:
-        proc = subprocess.run(
-            ["node", "ws_client.mjs"],
-            input=json.dumps({"url": url, "steps": steps}).encode(),
-            capture_output=True,
-            timeout=60,
-            cwd=CONFORMANCE,
-            env={**os.environ, "NODE_NO_WARNINGS": "1"},
-            check=False,
-        )
-        assert proc.returncode == 0, proc.stderr.decode()[-2000:]
-        result: list[dict[str, Any]] = json.loads(proc.stdout)
-        return result
-
-    return await asyncio.to_thread(run)
+    payload = {"url": url, "steps": steps}
+    result: list[dict[str, Any]] = await asyncio.to_thread(run_script, "ws_client.mjs", payload, 60)
+    return result
 
 
 def ws_url(gw: str, session: str) -> str:

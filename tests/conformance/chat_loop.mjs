@@ -8,16 +8,11 @@
 //   (lastAssistantMessageIsCompleteWithToolCalls / ...WithApprovalResponses) instead of
 //   sendMessage().
 // Output (stdout): {messages, status, error, requests: [request bodies the chat POSTed]}
+// As a module: `run(input)` returns that object (oracle.mjs runs it in its long-lived process).
 import * as ai5 from "ai5";
 import * as ai6 from "ai6";
 import * as ai7 from "ai7";
-
-const input = JSON.parse(await new Promise((resolve) => {
-  let data = "";
-  process.stdin.on("data", (c) => (data += c));
-  process.stdin.on("end", () => resolve(data));
-}));
-const sdk = { 5: ai5, 6: ai6, 7: ai7 }[input.major];
+import { isMain, readStdinJson } from "./cli.mjs";
 
 class State {
   constructor() { this.status = "ready"; this.error = undefined; this.messages = []; }
@@ -27,59 +22,73 @@ class State {
   snapshot(thing) { return structuredClone(thing); }
 }
 
-const requests = [];
-const recordingFetch = async (url, init) => {
-  requests.push(JSON.parse(init.body));
-  return fetch(url, init);
-};
+// Every call builds its own state, chat, transport and request log.
+export async function run(input) {
+  const sdk = { 5: ai5, 6: ai6, 7: ai7 }[input.major];
 
-const state = new State();
-const auto = input.auto
-  ? ({ messages }) =>
-      (sdk.lastAssistantMessageIsCompleteWithApprovalResponses?.({ messages }) ?? false) ||
-      sdk.lastAssistantMessageIsCompleteWithToolCalls({ messages })
-  : undefined;
-const chat = new sdk.AbstractChat({
-  id: "chat-" + input.major,
-  state,
-  transport: new sdk.DefaultChatTransport({ api: input.api, fetch: recordingFetch }),
-  sendAutomaticallyWhen: auto,
-  onError: () => {},
-});
+  const requests = [];
+  const recordingFetch = async (url, init) => {
+    requests.push(JSON.parse(init.body));
+    return fetch(url, init);
+  };
 
-async function settled(requestCount) {
-  for (let i = 0; i < 600; i++) {  // 30 s at most
-    if (requests.length >= requestCount && (state.status === "ready" || state.status === "error")) return;
-    await new Promise((r) => setTimeout(r, 50));
+  const state = new State();
+  const auto = input.auto
+    ? ({ messages }) =>
+        (sdk.lastAssistantMessageIsCompleteWithApprovalResponses?.({ messages }) ?? false) ||
+        sdk.lastAssistantMessageIsCompleteWithToolCalls({ messages })
+    : undefined;
+  const chat = new sdk.AbstractChat({
+    id: "chat-" + input.major,
+    state,
+    transport: new sdk.DefaultChatTransport({ api: input.api, fetch: recordingFetch }),
+    sendAutomaticallyWhen: auto,
+    onError: () => {},
+  });
+
+  async function settled(requestCount) {
+    for (let i = 0; i < 600; i++) {  // 30 s at most
+      if (requests.length >= requestCount && (state.status === "ready" || state.status === "error")) return;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`timed out waiting for request ${requestCount} (status ${state.status})`);
   }
-  throw new Error(`timed out waiting for request ${requestCount} (status ${state.status})`);
-}
 
-function pendingPart() {
-  const last = state.messages.at(-1);
-  const parts = last?.role === "assistant" ? last.parts : [];
-  return parts.find((p) => p.state === "approval-requested" ||
-    (p.type === "tool-ask_user" && p.state === "input-available"));
-}
-
-await chat.sendMessage({ text: input.text });
-await settled(1);
-for (const answer of input.answers ?? []) {
-  const before = requests.length;
-  const part = pendingPart();
-  if (!part) throw new Error("nothing to answer: " + JSON.stringify(state.messages.at(-1)));
-  if (answer.kind === "approval" && part.state === "approval-requested") {
-    await chat.addToolApprovalResponse({
-      id: part.approval.id, approved: answer.approved, reason: answer.reason,
-    });
-  } else {
-    const output = answer.kind === "approval" ? (answer.approved ? "approve" : "deny") : answer.output;
-    await chat.addToolOutput({ tool: "ask_user", toolCallId: part.toolCallId, output });
+  function pendingPart() {
+    const last = state.messages.at(-1);
+    const parts = last?.role === "assistant" ? last.parts : [];
+    return parts.find((p) => p.state === "approval-requested" ||
+      (p.type === "tool-ask_user" && p.state === "input-available"));
   }
-  if (!input.auto) await chat.sendMessage();
-  await settled(before + 1);
+
+  try {
+    await chat.sendMessage({ text: input.text });
+    await settled(1);
+    for (const answer of input.answers ?? []) {
+      const before = requests.length;
+      const part = pendingPart();
+      if (!part) throw new Error("nothing to answer: " + JSON.stringify(state.messages.at(-1)));
+      if (answer.kind === "approval" && part.state === "approval-requested") {
+        await chat.addToolApprovalResponse({
+          id: part.approval.id, approved: answer.approved, reason: answer.reason,
+        });
+      } else {
+        const output = answer.kind === "approval" ? (answer.approved ? "approve" : "deny") : answer.output;
+        await chat.addToolOutput({ tool: "ask_user", toolCallId: part.toolCallId, output });
+      }
+      if (!input.auto) await chat.sendMessage();
+      await settled(before + 1);
+    }
+    return { messages: state.messages, status: state.status, error: state.error?.message ?? null, requests };
+  } catch (error) {
+    // A run that failed half-way may leave a request in flight: abort it (stop() aborts at once),
+    // as the end of the process did when each run had a process of its own.
+    chat.stop().catch(() => {});
+    throw error;
+  }
 }
-process.stdout.write(JSON.stringify({
-  messages: state.messages, status: state.status, error: state.error?.message ?? null, requests,
-}));
-process.exit(0);
+
+if (isMain(import.meta.url)) {
+  process.stdout.write(JSON.stringify(await run(await readStdinJson())));
+  process.exit(0);
+}

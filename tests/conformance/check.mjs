@@ -13,7 +13,9 @@
 //   verdict = {ok, fatal?: {name, message}, errorText?, finishReason?, message, chunks}
 //
 // Usage: node check.mjs < cases.json      or      node check.mjs FILE.sse [FILE.sse ...]
+// As a module: `run(cases)` returns that array (oracle.mjs runs it in its long-lived process).
 import { readFileSync } from "node:fs";
+import { isMain } from "./cli.mjs";
 
 const clients = {
   5: await import("ai5"),
@@ -93,14 +95,8 @@ function describe(error) {
   return { name, message };
 }
 
-async function main() {
-  const args = process.argv.slice(2);
-  let cases;
-  if (args.length > 0) {
-    cases = args.map((path) => ({ id: path, body_b64: readFileSync(path).toString("base64") }));
-  } else {
-    cases = JSON.parse(readFileSync(0, "utf8"));
-  }
+// Each case and each major gets its own transport and stream: nothing is kept between calls.
+export async function run(cases) {
   const out = [];
   for (const testCase of cases) {
     const results = {};
@@ -109,7 +105,18 @@ async function main() {
     }
     out.push({ id: testCase.id, results });
   }
-  process.stdout.write(JSON.stringify(out) + "\n");
+  return out;
 }
 
-await main();
+async function main() {
+  const args = process.argv.slice(2);
+  let cases;
+  if (args.length > 0) {
+    cases = args.map((path) => ({ id: path, body_b64: readFileSync(path).toString("base64") }));
+  } else {
+    cases = JSON.parse(readFileSync(0, "utf8"));
+  }
+  process.stdout.write(JSON.stringify(await run(cases)) + "\n");
+}
+
+if (isMain(import.meta.url)) await main();

@@ -13,12 +13,14 @@
 //                 messages?: a UIMessage history to send instead of a one-line prompt (through
 //                 the AI SDK's convertToModelMessages), providerOptions?}
 // Output (stdout): JSON array of {id, body_b64, request: the JSON body the provider sent, error?}
+// As a module: `run(cases)` returns that array (oracle.mjs runs it in its long-lived process).
 import { createServer } from "node:http";
 import { createAnthropic } from "@ai-sdk/anthropic";
 import { createGoogleGenerativeAI } from "@ai-sdk/google";
 import { createOpenAI } from "@ai-sdk/openai";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { convertToModelMessages, jsonSchema, streamText, tool } from "ai7";
+import { isMain, readStdinJson } from "./cli.mjs";
 
 const TIMEOUT_MS = 20_000;
 
@@ -111,11 +113,11 @@ async function runOne(testCase) {
   }
 }
 
-const input = JSON.parse(await new Promise((resolve) => {
-  let data = "";
-  process.stdin.on("data", (chunk) => (data += chunk));
-  process.stdin.on("end", () => resolve(data));
-}));
-const results = [];
-for (const testCase of input) results.push(await runOne(testCase));
-process.stdout.write(JSON.stringify(results));
+// Each case gets its own provider server, model and tools, closed when it ends.
+export async function run(cases) {
+  const results = [];
+  for (const testCase of cases) results.push(await runOne(testCase));
+  return results;
+}
+
+if (isMain(import.meta.url)) process.stdout.write(JSON.stringify(await run(await readStdinJson())));

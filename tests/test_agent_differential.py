@@ -1,10 +1,10 @@
 """The agent loop against the AI SDK's own: Node ``streamText`` with ``stopWhen:
 stepCountIs(n)``, ``@ai-sdk/anthropic`` and the AI SDK's MCP client (``@ai-sdk/mcp`` over
-Streamable HTTP) on one side (``tests/conformance/agent_loop.mjs``), chunkbridge's loop (over
-stdio) on the other, the same scripted model (:mod:`tests.agent_responses`) and the same MCP
-server (``tests/mcp/tools_server.py``) under both. The real ai 7 client reads both bodies; the
-final ``UIMessage``s must agree in substance — the same parts in the same order: steps, texts,
-tool calls by name with their input, state and result.
+Streamable HTTP) on one side (``tests/conformance/agent_loop.mjs``), chunkbridge's loop on the
+other, the same scripted model (:mod:`tests.agent_responses`) and the same MCP server under both
+(the worker's shared ``tests/mcp/tools_server.py``, over Streamable HTTP). The real ai 7 client
+reads both bodies; the final ``UIMessage``s must agree in substance — the same parts in the same
+order: steps, texts, tool calls by name with their input, state and result.
 
 What differs, each on purpose (asserted below so a change on either side shows):
 
@@ -29,8 +29,8 @@ from typing import Any
 
 from tests.agent_responses import TWO_STEPS, answer
 from tests.conformance.harness import run_script
-from tests.gateway_harness import post, user_body, uvicorn_server
-from tests.mcp.tools_server import build
+from tests.conftest import ToolServer
+from tests.gateway_harness import post, user_body
 from tests.test_agent_loop import Model, agent_gateway, steps_script
 
 PROMPT = "What is (2 + 3) × 4?"
@@ -62,11 +62,14 @@ def substance(message: dict[str, Any]) -> list[Any]:
     return out
 
 
-async def test_the_loop_agrees_with_the_ai_sdks_own(real_clients: Any) -> None:
-    async with uvicorn_server(build().streamable_http_app()) as mcp_base:
-        node_body = await asyncio.to_thread(ai_sdk_loop, 5, f"{mcp_base}/mcp")
+async def test_the_loop_agrees_with_the_ai_sdks_own(
+    tool_server: ToolServer, real_clients: Any
+) -> None:
+    node_body = await asyncio.to_thread(ai_sdk_loop, 5, tool_server.url)
     model = Model(steps_script("anthropic-messages", TWO_STEPS))
-    async with agent_gateway(model, "anthropic-messages", target=7) as base:
+    async with agent_gateway(model, "anthropic-messages", tool_server.settings(), target=7) as (
+        base
+    ):
         ours = await post(base, "s1", user_body(PROMPT, id="c1"))
     theirs_v, ours_v = (real_clients.check(body, (7,))[7] for body in (node_body, ours.content))
     assert theirs_v.ok and ours_v.ok, (theirs_v.fatal, ours_v.fatal)

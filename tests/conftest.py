@@ -58,6 +58,18 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return 2 * (os.cpu_count() or 1)
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Files with a ``slow`` or ``e2e`` test first. pytest-xdist hands out whole files
+    (``--dist loadfile``) in this order: a long file started last would keep one worker busy
+    while the others wait at the end."""
+    slow = {
+        item.path
+        for item in items
+        if item.get_closest_marker("slow") or item.get_closest_marker("e2e")
+    }
+    items.sort(key=lambda item: item.path not in slow)
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     """A module added since ``make install`` is missing from the strict editable install's link
     tree, and its import would fail deep inside some test: say so once, up front."""
@@ -133,8 +145,7 @@ def shared_postgres() -> Iterator[str]:
 
 @pytest.fixture
 def postgres_url(shared_postgres: str) -> str:
-    """A database of this test's own, made afresh on the worker's cluster (the tests that use
-    PostgreSQL are in one xdist group: one worker makes the cluster)."""
+    """A database of this test's own, made afresh on the worker's cluster."""
     fresh_database(shared_postgres)
     components.used("postgres")
     return shared_postgres

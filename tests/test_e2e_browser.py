@@ -27,7 +27,8 @@ import pytest
 
 from tests.components import used
 from tests.conftest import require
-from tests.test_gateway_process import free_port, process
+from tests.gateway_harness import free_port
+from tests.test_gateway_process import process
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "examples" / "react-usechat"
@@ -35,9 +36,9 @@ ARTIFACTS = ROOT / "e2e-artifacts"
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 BUILDS = ("ai5", "ai7")
 
-# One worker runs them all (pytest -n N --dist loadgroup): the module's fixtures, the servers and
-# the one browser run every test reads, are then set up once.
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("browser")]
+# One worker runs them all (--dist loadfile): the module's fixtures, the servers and the one
+# browser run every test reads, are set up once.
+pytestmark = pytest.mark.e2e
 
 
 def _missing() -> str | None:

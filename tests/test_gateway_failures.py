@@ -188,6 +188,7 @@ def _collect_examples(count: int) -> list[list[Any]]:
     return examples
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dialect", sorted(OPENINGS))
 async def test_property_pathological_frames_never_break_a_live_stream(
     dialect: str, real_clients: Any
@@ -405,6 +406,7 @@ async def test_an_over_limit_body_sent_whole_gets_its_413_in_time(
     assert not up.received
 
 
+@pytest.mark.slow
 async def test_a_100000_message_history_gets_its_answer_in_time() -> None:
     body = _history(100_000)  # ~6 MB
     async with ScriptedUpstream() as up:

@@ -15,9 +15,9 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
-from tests.gateway_harness import ScriptedUpstream, post, running_gateway
+from tests.gateway_harness import ScriptedUpstream, free_port, post, running_gateway
 from tests.raw_http import RawResponse, read_response, request_head
-from tests.test_gateway_process import free_port, process
+from tests.test_gateway_process import process
 
 MIB = 1024 * 1024
 PATH = "/api/sessions/s1/chat"

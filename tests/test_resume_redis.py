@@ -14,10 +14,13 @@ from pathlib import Path
 
 import httpx
 import orjson
+import pytest
 
-from tests.gateway_harness import user_body
+from tests.gateway_harness import free_port, user_body
 from tests.helpers import decode_sse, text_of
-from tests.test_gateway_process import free_port, process
+from tests.test_gateway_process import process
+
+pytestmark = pytest.mark.slow  # real processes: scheduled first (tests/conftest.py)
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

@@ -15,9 +15,11 @@ import orjson
 import pytest
 
 from chunkbridge.gateway.telemetry_sdk import service_resource
-from tests.gateway_harness import agent_ops_turn, user_body
-from tests.test_gateway_process import free_port, process
+from tests.gateway_harness import agent_ops_turn, free_port, user_body
+from tests.test_gateway_process import process
 from tests.test_telemetry import BROWSER_SPAN, BROWSER_TRACE, TRACEPARENT
+
+pytestmark = pytest.mark.slow  # real processes: scheduled first (tests/conftest.py)
 
 
 class OtlpReceiver(ThreadingHTTPServer):

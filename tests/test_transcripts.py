@@ -49,10 +49,7 @@ def answer(message_id: str, text: str) -> dict[str, Any]:
     }
 
 
-POSTGRES = pytest.mark.xdist_group("postgres")  # one worker runs the PostgreSQL tests
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=POSTGRES)])
+@pytest.fixture(params=["sqlite", "postgres"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[TranscriptStore]:
     skipped: list[tuple[Any, ...]] = []
     if request.param == "sqlite":

@@ -12,12 +12,16 @@ from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import httpx
+import pytest
 import uvicorn
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from tests.test_gateway_process import free_port, process
-from tests.test_transcripts import POSTGRES, Provider, user
+from tests.gateway_harness import free_port
+from tests.test_gateway_process import process
+from tests.test_transcripts import Provider, user
+
+pytestmark = pytest.mark.slow  # real processes: scheduled first (tests/conftest.py)
 
 CHAT = "chat-1"
 
@@ -76,7 +80,6 @@ def texts(request: dict[str, Any]) -> list[str]:
     return [str(m.get("content")) for m in request["messages"] if m["role"] != "system"]
 
 
-@POSTGRES
 def test_a_chat_written_on_one_instance_is_listed_loaded_and_continued_on_another(
     postgres_url: str, redis_url: str, real_clients
 ) -> None:

@@ -151,11 +151,12 @@ def build(mark: str | None = None, name: str = "probe") -> MCPServer:
 
 def serve_http() -> None:
     """Streamable HTTP on 127.0.0.1 at a port the kernel picks; the first line printed is the
-    endpoint's URL."""
+    endpoint's URL, printed once the port takes connections."""
     import uvicorn
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
+    sock.listen(128)  # connections wait in the backlog until uvicorn has started
     print(f"http://127.0.0.1:{sock.getsockname()[1]}/mcp", flush=True)
     app = build().streamable_http_app()
     uvicorn.Server(uvicorn.Config(app, log_level="error", lifespan="on")).run(sockets=[sock])

@@ -16,12 +16,8 @@ from typing import Any
 import pytest
 
 from tests import components
-from tests.conformance.harness import (
-    Oracle,
-    OracleError,
-    RealClients,
-    run_cases,
-)
+from tests.conformance.harness import RealClients, run_cases
+from tests.conformance.oracle import Oracle, OracleError
 
 pytestmark = pytest.mark.conformance
 

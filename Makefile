@@ -39,7 +39,7 @@ $(EXAMPLE)/node_modules/.installed: $(EXAMPLE)/package.json $(EXAMPLE)/package-l
 	@touch $@
 
 # The whole suite: lint, types, architecture, then unit, property, real-client conformance,
-# gateway, soak and browser tests, on pytest-xdist workers (two per core; pyproject's addopts).
+# gateway, soak and browser tests, on pytest-xdist workers (cores + 1; pyproject's addopts).
 test: install lint
 	$(BIN)/python -m pytest
 

@@ -52,10 +52,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """``-n auto``: two workers per core. Most of a test's time is spent waiting on the servers,
-    browsers and Node clients it drives, so one worker per core leaves the cores idle half the
-    time; ``PYTEST_XDIST_AUTO_NUM_WORKERS`` overrides it, ``-n 0`` runs in this process."""
-    return 2 * (os.cpu_count() or 1)
+    """``-n auto``: one worker more than the cores. Much of a test's time is spent waiting on the
+    servers, browsers and Node clients it drives, which a worker per core would leave idle; twice
+    as many oversubscribe the cores when the heavy files start together, and a process that must
+    start in a bounded time (a gateway, its MCP server) then may not. ``-n 0`` runs in this
+    process; ``PYTEST_XDIST_AUTO_NUM_WORKERS`` overrides the count."""
+    return (os.cpu_count() or 1) + 1
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

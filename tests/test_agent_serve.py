@@ -10,14 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 from chunkbridge.gateway.config import load_config
 from tests.agent_responses import FIXTURES, write_fixtures
 from tests.gateway_harness import free_port, user_body
 from tests.test_gateway_process import process
-
-pytestmark = pytest.mark.slow  # real processes: scheduled first (tests/conftest.py)
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "mcp-agent"
 

@@ -25,7 +25,7 @@ from chunkbridge.gateway.devtools.replay import replay_file
 from tests.gateway_harness import agent_ops_turn, free_port, post, running_demo, user_body
 from tests.helpers import decode_sse, types
 
-pytestmark = pytest.mark.slow  # real processes: scheduled first (tests/conftest.py)
+pytestmark = pytest.mark.slow  # long: its file runs first (tests/conftest.py)
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures"

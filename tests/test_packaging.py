@@ -22,8 +22,6 @@ import pytest
 
 from tests.conftest import package_files
 
-pytestmark = pytest.mark.slow  # real processes: scheduled first (tests/conftest.py)
-
 ROOT = Path(__file__).resolve().parents[1]
 
 

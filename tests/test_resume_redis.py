@@ -20,7 +20,7 @@ from tests.gateway_harness import free_port, user_body
 from tests.helpers import decode_sse, text_of
 from tests.test_gateway_process import process
 
-pytestmark = pytest.mark.slow  # real processes: scheduled first (tests/conftest.py)
+pytestmark = pytest.mark.slow  # long: its file runs first (tests/conftest.py)
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

@@ -19,8 +19,6 @@ from tests.gateway_harness import agent_ops_turn, free_port, user_body
 from tests.test_gateway_process import process
 from tests.test_telemetry import BROWSER_SPAN, BROWSER_TRACE, TRACEPARENT
 
-pytestmark = pytest.mark.slow  # real processes: scheduled first (tests/conftest.py)
-
 
 class OtlpReceiver(ThreadingHTTPServer):
     """A local OTLP/HTTP receiver (protobuf): keeps each span's name, parent and trace id, the

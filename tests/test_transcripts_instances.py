@@ -12,7 +12,6 @@ from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import httpx
-import pytest
 import uvicorn
 from starlette.applications import Starlette
 from starlette.routing import Route
@@ -20,8 +19,6 @@ from starlette.routing import Route
 from tests.gateway_harness import free_port
 from tests.test_gateway_process import process
 from tests.test_transcripts import Provider, user
-
-pytestmark = pytest.mark.slow  # real processes: scheduled first (tests/conftest.py)
 
 CHAT = "chat-1"
 

@@ -107,13 +107,17 @@ def real_clients() -> RealClients:
     return RealClients()
 
 
+def require_redis() -> None:
+    require(
+        "redis-server", None if redis_binary() else "not installed (apt-get install redis-server)"
+    )
+
+
 @pytest.fixture
 def redis_server(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """A redis-server of this test's own, for a test that stops or kills it: (its URL, its
     process)."""
-    require(
-        "redis-server", None if redis_binary() else "not installed (apt-get install redis-server)"
-    )
+    require_redis()
     with running_redis(tmp_path) as server:
         components.used("redis")
         yield server
@@ -122,9 +126,7 @@ def redis_server(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]
 @pytest.fixture(scope="session")
 def shared_redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The worker's one redis-server, for the tests that only use it."""
-    require(
-        "redis-server", None if redis_binary() else "not installed (apt-get install redis-server)"
-    )
+    require_redis()
     with running_redis(tmp_path_factory.mktemp("redis")) as (url, _):
         yield url
 

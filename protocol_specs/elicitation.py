@@ -30,10 +30,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 from typing import Any, Final
 
-from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL
+from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL, canonical_json
 
 __all__ = [
     "ASK_SUFFIX",
@@ -86,7 +85,7 @@ def elicitation_signature(secret: str, question_id: str, question: dict[str, Any
         elicitation.get("requestState"),
         question.get("schema"),
     ]
-    payload = json.dumps(signed, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    payload = canonical_json(signed)  # as the client will write it back
     return hmac.new(secret.encode(), payload.encode(), hashlib.sha256).hexdigest()
 
 

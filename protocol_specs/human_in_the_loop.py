@@ -41,6 +41,9 @@ import base64
 import hashlib
 import hmac
 import json
+import math
+import re
+from decimal import Decimal
 from typing import Any, Final
 
 __all__ = [
@@ -48,6 +51,7 @@ __all__ = [
     "QUESTION_TOOL",
     "approval_question",
     "approval_signature",
+    "canonical_json",
     "is_approval_question",
     "parse_approval_answer",
 ]
@@ -110,9 +114,54 @@ def parse_approval_answer(output: Any, is_error: bool) -> tuple[bool, str | None
     return None
 
 
-def _canonical_json(value: Any) -> str:
-    """JSON with sorted keys and no spaces, as the AI SDK's ``canonicalJSON`` writes it."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+#: Integers beyond this lose digits as JavaScript numbers (2**53).
+_EXACT_INT: Final = 2**53
+_LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def canonical_json(value: Any) -> str:
+    """JSON as the AI SDK's ``canonicalJSON`` writes it: keys sorted (by UTF-16 code units, as
+    JavaScript's ``sort``), no spaces, numbers as ``JSON.stringify`` writes them. What is signed
+    comes back from a JavaScript client that parsed and wrote it again (a ``1.0`` the model sent
+    returns as ``1``), and must hash the same."""
+    if isinstance(value, dict):
+        keys = sorted(value, key=lambda key: key.encode("utf-16-be", "surrogatepass"))
+        return "{" + ",".join(f"{_js_string(k)}:{canonical_json(value[k])}" for k in keys) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(canonical_json(item) for item in value) + "]"
+    if isinstance(value, str):
+        return _js_string(value)
+    if isinstance(value, float) or (type(value) is int and abs(value) > _EXACT_INT):
+        return _js_number(float(value))
+    return json.dumps(value)
+
+
+def _js_string(text: str) -> str:
+    """``JSON.stringify(text)``: a lone surrogate (JSON's ``"\\ud800"``) escaped, the rest as is."""
+    return _LONE_SURROGATE.sub(
+        lambda match: f"\\u{ord(match[0]):04x}", json.dumps(text, ensure_ascii=False)
+    )
+
+
+def _js_number(number: float) -> str:
+    """``JSON.stringify(number)``: ECMAScript's Number::toString over the shortest digits that
+    round-trip (the digits Python's ``repr`` finds too), ``null`` for what is not finite."""
+    if not math.isfinite(number):
+        return "null"
+    if number == 0:
+        return "0"  # -0 as well
+    _, digit_tuple, exponent = Decimal(repr(abs(number))).normalize().as_tuple()
+    digits = "".join(map(str, digit_tuple))
+    k, n = len(digits), len(digits) + int(exponent)  # the value is 0.<digits> * 10**n
+    sign = "-" if number < 0 else ""
+    if k <= n <= 21:
+        return sign + digits + "0" * (n - k)
+    if 0 < n <= 21:
+        return sign + digits[:n] + "." + digits[n:]
+    if -6 < n <= 0:
+        return sign + "0." + "0" * -n + digits
+    mantissa = digits if k == 1 else digits[0] + "." + digits[1:]
+    return f"{sign}{mantissa}e{'+' if n > 0 else '-'}{abs(n - 1)}"
 
 
 def _b64url(data: bytes) -> str:
@@ -125,7 +174,7 @@ def approval_signature(
     """HMAC-SHA256 over ``["ai-sdk-tool-approval-v1", approvalId, toolCallId, toolName,
     sha256(canonical input)]`` (base64url), the scheme of the AI SDK 7 server's
     ``experimental_toolApprovalSecret``: it binds the approval to the tool call and its input."""
-    digest = _b64url(hashlib.sha256(_canonical_json(tool_input).encode()).digest())
+    digest = _b64url(hashlib.sha256(canonical_json(tool_input).encode()).digest())
     payload = json.dumps(
         ["ai-sdk-tool-approval-v1", approval_id, tool_call_id, tool_name, digest],
         separators=(",", ":"),

@@ -40,6 +40,7 @@ _NODE_SCRIPTS = {
     "provider_diff.mjs": "ai-sdk",
     "agent_loop.mjs": "ai-sdk",
     "ws_client.mjs": "ai-sdk",
+    "sign_approval.mjs": "ai-sdk",
     "oracle.mjs": "ai-sdk",
     "run.mjs": "chromium",
 }

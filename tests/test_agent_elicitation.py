@@ -48,6 +48,10 @@ def test_answers_become_the_elicitation_result() -> None:
     altered["elicitation"]["toolCallId"] = "other"
     assert elicitation_signature("k", "t-ask", altered) != signed
     assert elicitation_signature("k2", "t-ask", form) != signed
+    # what a JavaScript client writes back (1.0 as 1, 2.50 as 2.5) still verifies
+    floats = elicitation_question("Wait?", {"minimum": 0.0}, {"arguments": {"s": 1.0, "t": 2.50}})
+    as_js = elicitation_question("Wait?", {"minimum": 0}, {"arguments": {"s": 1, "t": 2.5}})
+    assert elicitation_signature("k", "t-ask", floats) == elicitation_signature("k", "t-ask", as_js)
 
 
 @pytest.mark.parametrize("major", [5, 6, 7])

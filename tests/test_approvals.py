@@ -19,6 +19,7 @@ import pytest
 from chunkbridge.gateway.devtools.upstreams import DemoUpstream
 from chunkbridge.protocol_specs.human_in_the_loop import approval_signature
 from chunkbridge.translators.dialects.agent_ops_v2.demo import DEMO_GATED_ARGS, demo_turn
+from tests.conformance.harness import run_script
 from tests.gateway_harness import post, running_gateway, user_body
 from tests.helpers import chat_reply, decode_sse
 
@@ -214,6 +215,40 @@ async def test_with_a_secret_approvals_are_signed_and_a_changed_input_is_refused
         tool = [c for c in decode_sse(response.content) if c.get("toolCallId")]
         assert [c["type"] for c in tool] == ["tool-output-available"]  # not announced again
     assert len(frames_of(upstream, "s1", "approval")) == 1
+
+
+#: Inputs whose JSON a JavaScript client writes back otherwise than Python: integral floats,
+#: exponents, -0, integers beyond 2**53, keys past the BMP (sorted by UTF-16), a lone surrogate.
+SIGNED_INPUTS: list[Any] = [
+    {"seconds": 1.0},
+    {"t": 0.1, "big": 1e21, "bigger": 1.5e300, "small": 1e-7, "tiny": 0.000001234, "neg": -0.0},
+    {"n": 9007199254740993, "m": -(2**60), "f": 1e16},
+    {"é": "ü", "\U0001d11e": 1, "\uffc2": 2, "a": [1.5, None, True, "x\u2028y\x7f\x1f"]},
+    {"lone": "\ud800 and \udfff"},
+    {"nested": {"z": [{"y": 2.50, "x": 10.0}]}},
+    [],
+    "text",
+    3,
+    None,
+]
+
+
+@pytest.mark.parametrize("secret", ["s3cret-for-tests"])
+def test_approval_signatures_agree_with_the_ai_sdks_own(secret: str, real_clients: Any) -> None:
+    """The AI SDK 7 server's own ``signToolApproval`` signs each input as a JavaScript client
+    holds it (parsed from JSON); the gateway's signature of the input as the model sent it must
+    be the same, or a client's approval of a call with a ``1.0`` in it is refused."""
+    cases = [
+        {"secret": secret, "approvalId": f"approval-{i}", "toolCallId": f"c{i}", "toolName": "t"}
+        | {"input": value}
+        for i, value in enumerate(SIGNED_INPUTS)
+    ]
+    theirs = run_script("sign_approval.mjs", cases, 30)
+    ours = [
+        approval_signature(secret, c["approvalId"], c["toolCallId"], c["toolName"], c["input"])
+        for c in cases
+    ]
+    assert ours == theirs
 
 
 async def test_the_approval_frame_is_templatable() -> None:

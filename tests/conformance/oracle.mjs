@@ -1,6 +1,6 @@
 // The long-lived side of the real-client oracle: one Node process per Python (pytest worker)
-// process runs every check.mjs, chat_loop.mjs, provider_diff.mjs, agent_loop.mjs and ws_client.mjs
-// request of that process, so Node starts and imports ai 5, 6 and 7 once instead of once per call
+// process runs every check.mjs, chat_loop.mjs, provider_diff.mjs, agent_loop.mjs, ws_client.mjs
+// and sign_approval.mjs request of that process, so Node starts and imports ai 5, 6 and 7 once instead of once per call
 // (harness.py is its client).
 //
 // Protocol, one JSON object per line:
@@ -21,6 +21,7 @@ const SCRIPTS = new Set([
   "provider_diff.mjs",
   "agent_loop.mjs",
   "ws_client.mjs",
+  "sign_approval.mjs",
 ]);
 const modules = new Map();
 

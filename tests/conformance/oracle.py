@@ -25,7 +25,14 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 
 #: The scripts the oracle runs (each exports ``run(input)``; run directly, each is still a CLI).
-SCRIPTS = ("check.mjs", "chat_loop.mjs", "provider_diff.mjs", "agent_loop.mjs", "ws_client.mjs")
+SCRIPTS = (
+    "check.mjs",
+    "chat_loop.mjs",
+    "provider_diff.mjs",
+    "agent_loop.mjs",
+    "ws_client.mjs",
+    "sign_approval.mjs",
+)
 #: How much of the oracle's stderr an error message quotes (its last characters).
 STDERR_TAIL_CHARS = 4000
 _STDERR_LINES = 400

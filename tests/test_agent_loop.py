@@ -25,7 +25,14 @@ from chunkbridge.translators.core.agent_loop import AgentLoop, CallKind, LoopEnd
 from chunkbridge.translators.core.closing import CloseReason, CloseRequest
 from tests.agent_responses import PROVIDER_DIALECTS, TWO_STEPS, answer
 from tests.conftest import ToolServer
-from tests.gateway_harness import http_upstream, post, running_gateway, sse_response, user_body
+from tests.gateway_harness import (
+    follow,
+    http_upstream,
+    post,
+    running_gateway,
+    sse_response,
+    user_body,
+)
 from tests.test_tool_sources import wait_for
 
 SERVER = str(Path(__file__).resolve().parent / "mcp" / "tools_server.py")
@@ -225,6 +232,53 @@ async def test_a_destructive_tool_waits_for_approval_and_runs_once(
     heard = orjson.dumps(model.requests[1]["messages"])
     assert (b"archived q3" in heard) is approved
     assert b"tool_result" in heard and b"call_arch" in heard
+
+
+APPROVE_SLOW: list[tuple[str, list[Any]]] = [
+    ("Waiting a moment.", [("call_slow", "slow", {"seconds": 1.0})]),
+    ("Done waiting.", []),
+]
+
+
+@pytest.mark.parametrize("approval", ["always", "never"])
+async def test_a_call_goes_on_when_its_client_leaves_mid_call(
+    approval: str, tool_server: ToolServer, real_clients: Any
+) -> None:
+    """The client goes away while a gateway call runs — a call the model just made, or (after
+    an approval) the call a continuation runs first. With resume on the turn goes on detached:
+    the call's result and the model's answer still come, and a reader resuming the stream reads
+    them to the end."""
+    model = Model(steps_script("anthropic-messages", APPROVE_SLOW))
+    tools = tool_server.settings(tool_approval={"slow": approval})
+    async with agent_gateway(model, "anthropic-messages", tools, target=7, resume="memory") as (
+        base
+    ):
+        body = user_body("wait a moment", id="c1")
+        if approval == "always":
+            first = await post(base, "s1", body)
+            message = real_clients.check(first.content, (7,))[7].message
+            (slow,) = [p for p in message["parts"] if p.get("toolName") == "slow"]
+            assert slow["state"] == "approval-requested", slow
+            slow["state"] = "approval-responded"  # what addToolApprovalResponse does
+            slow["approval"] |= {"approved": True}
+            body["messages"].append(message)
+        async with httpx.AsyncClient(timeout=20, trust_env=False) as client:
+            url = f"{base}/api/sessions/s1/chat"
+            async with client.stream("POST", url, json=body) as response:
+                assert response.status_code == 200, await response.aread()
+                started = tool_server.cancel_mark.with_name("cancelled.started")
+                assert await wait_for(started, 10), "the call never started"
+        # the client is gone, the call still runs: a fresh page resumes the stream
+        status, resumed = await follow(base, "s1", asyncio.Event(), chat="c1")
+    assert status == 200 and resumed.endswith(b"data: [DONE]\n\n"), resumed[-300:]
+    assert not tool_server.cancel_mark.exists(), "the call was cancelled"
+    assert len(model.requests) == 2  # the model heard the result and answered
+    verdict = real_clients.check(resumed, (7,))[7]
+    assert verdict.ok and verdict.finish_reason == "stop", (verdict.fatal, resumed[-500:])
+    (slow,) = [p for p in verdict.message["parts"] if p.get("toolName") == "slow"]
+    assert slow["state"] == "output-available" and slow["output"] == {"result": "done"}
+    texts = [p["text"] for p in verdict.message["parts"] if p["type"] == "text"]
+    assert texts == ["Waiting a moment.", "Done waiting."]
 
 
 SLOW: list[tuple[str, list[Any]]] = [

@@ -31,6 +31,7 @@ import asyncio
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any, Protocol
 
 from chunkbridge.gateway.errors import GatewayError
@@ -52,7 +53,7 @@ from chunkbridge.translators.core.sse_codec import KEEPALIVE_FRAME, encode_chunk
 from chunkbridge.translators.core.steps import ReadyCall
 from chunkbridge.translators.core.turn import Chunk, EventTranslator, Turn
 
-__all__ = ["PROGRESS_INTERVAL", "AgentDriver", "LoopParts", "NotOpened", "ToolRunner"]
+__all__ = ["PROGRESS_INTERVAL", "AgentDriver", "LoopParts", "LoopPhase", "NotOpened", "ToolRunner"]
 
 #: Seconds between two writes of progress reports while tools run (a server may report often;
 #: only each call's newest report is shown).
@@ -93,6 +94,21 @@ class LoopParts:
     question_secret: str = ""
     #: The turn's trace: a span per model call and per tool call.
     trace: TurnTrace | NoTrace = NO_TRACE
+
+
+class LoopPhase(Enum):
+    """Where a loop turn's driver is. A run cut short (its client gone, the turn going on
+    detached) is run again and picks up in its phase: a call started is not started again, a
+    step's ending is not decided twice."""
+
+    #: The model's step streams (the turn driver's own loop reads it).
+    STREAMING = "streaming"
+    #: A continuation's approved (or answered) calls run before the first model call.
+    APPROVED = "approved"
+    #: The step's calls run; their results are written as they come, then the loop decides.
+    RESULTS = "results"
+    #: The loop calls the model again: its stream is being opened.
+    CALLING = "calling"
 
 
 class NotOpened:
@@ -144,7 +160,9 @@ class AgentDriver(TurnDriver):
         self._progress_due = 0.0
         #: What went out since the assembler last read (the message so far is built from it).
         self._unread: list[bytes] = []
+        #: A continuation's approved calls, until they are started (then ``None``).
         self._approved = None if parts.approved is None else list(parts.approved)
+        self.phase = LoopPhase.STREAMING if parts.approved is None else LoopPhase.APPROVED
 
     def stop(self, request: CloseRequest) -> None:
         super().stop(request)
@@ -156,11 +174,14 @@ class AgentDriver(TurnDriver):
 
     async def run(self, write: Write) -> None:
         try:
-            if self._approved is not None:
-                approved, self._approved = self._approved, None
-                await self._run_approved(approved, write)
+            if self.phase is LoopPhase.APPROVED:
+                await self._run_approved(write)
+            elif self.phase is LoopPhase.RESULTS:
+                await self._next_step(write)
+            elif self.phase is LoopPhase.CALLING:
+                await self._open_model(write)
             if not self.turn.done:
-                await super().run(write)
+                await super().run(write)  # the step streams: LoopPhase.STREAMING
         finally:
             if self.turn.done:
                 self._cancel_calls()
@@ -250,6 +271,7 @@ class AgentDriver(TurnDriver):
     # -- between model calls -------------------------------------------------------------------
 
     async def _next_step(self, write: Write) -> None:
+        self.phase = LoopPhase.RESULTS
         if not await self._results(write):
             return  # stopped: the run loop writes the ending
         ended = self.steps.ended
@@ -259,21 +281,25 @@ class AgentDriver(TurnDriver):
         if ending is not None:
             await self._write(write, encode_chunks(self.turn.close(ending)))
             return
+        self.phase = LoopPhase.CALLING
         await self._write(write, encode_chunks(self.turn.emit([{"type": "finish-step"}])))
         await self._open_model(write)
 
-    async def _run_approved(self, calls: list[ReadyCall], write: Write) -> None:
+    async def _run_approved(self, write: Write) -> None:
         """A continuation's answered approvals: the denials and the approved calls' results (in
         the step the model's answer goes on in), then the first model call."""
-        await self._write(write, encode_chunks(self.turn.emit([{"type": "start-step"}])))
-        for call in calls:
-            self._start(call)
+        if self._approved is not None:  # started once, before their step is written
+            calls, self._approved = self._approved, None
+            for call in calls:
+                self._start(call)
+            await self._write(write, encode_chunks(self.turn.emit([{"type": "start-step"}])))
         if not await self._results(write):
             return  # stopped: the run loop writes the ending
         step = CloseRequest(CloseReason.COMPLETED, finish_reason="tool-calls")
         if self.loop.waiting and (ending := self.loop.step_ended(step)) is not None:
             await self._write(write, encode_chunks(self.turn.close(ending)))  # asked again
             return
+        self.phase = LoopPhase.CALLING
         await self._open_model(write)
 
     async def _open_model(self, write: Write) -> None:
@@ -292,6 +318,7 @@ class AgentDriver(TurnDriver):
         await previous.aclose()
         self.upstream = upstream
         self.steps.next_step(self.parts.translator())
+        self.phase = LoopPhase.STREAMING
         self.deadlines.event(self.clock())  # the tools' time is not the model's silence
 
     async def _results(self, write: Write) -> bool:

@@ -155,6 +155,11 @@ class TurnDriver:
         encode_frame = turn.encode_frame
         try:
             while not turn.done:
+                if self.step_over:  # a step-wise turn's model finished a step: what now
+                    self.step_over = False  # (checked first: a run cut short resumes here)
+                    await self._next_step(write)
+                    upstream = self.upstream
+                    continue
                 if self.stop_request is not None:
                     self.abandoned = True
                     await self._write(write, encode_chunks(turn.close(self.stop_request)))
@@ -194,10 +199,6 @@ class TurnDriver:
                         else:
                             self.counters.upstream_events += 1
                 await self._write(write, body)
-                if self.step_over:  # a step-wise turn's model finished a step: what now
-                    self.step_over = False
-                    await self._next_step(write)
-                    upstream = self.upstream
         finally:
             if self._timer is not None:
                 self._timer.cancel()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
+import sys
 import tomllib
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
@@ -153,6 +154,16 @@ def postgres_url(shared_postgres: str) -> str:
     fresh_database(shared_postgres)
     components.used("postgres")
     return shared_postgres
+
+
+#: The MCP test server; run as a script it speaks stdio.
+TOOLS_SERVER = str(ROOT / "tests" / "mcp" / "tools_server.py")
+
+
+def stdio_tools(**more: Any) -> dict[str, Any]:
+    """``tools`` for the gateway: the MCP test server over stdio (a process of the test's own,
+    where the transport is the point), as ``math``, with ``more`` of its settings."""
+    return {"math": {"command": sys.executable, "args": [TOOLS_SERVER], **more}}
 
 
 @pytest.fixture(scope="session")

@@ -8,11 +8,9 @@ over Streamable HTTP, or one of the test's own over stdio where the transport is
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -24,7 +22,7 @@ from starlette.responses import Response
 from chunkbridge.translators.core.agent_loop import AgentLoop, CallKind, LoopEnding, ToolPolicy
 from chunkbridge.translators.core.closing import CloseReason, CloseRequest
 from tests.agent_responses import PROVIDER_DIALECTS, TWO_STEPS, answer
-from tests.conftest import ToolServer
+from tests.conftest import ToolServer, stdio_tools
 from tests.gateway_harness import (
     follow,
     http_upstream,
@@ -34,11 +32,6 @@ from tests.gateway_harness import (
     user_body,
 )
 from tests.test_tool_sources import wait_for
-
-SERVER = str(Path(__file__).resolve().parent / "mcp" / "tools_server.py")
-#: The test server over stdio, a process of the test's own.
-TOOLS = {"math": {"command": sys.executable, "args": [SERVER]}}
-
 
 # -- the decisions, without I/O -------------------------------------------------------------------
 
@@ -154,7 +147,7 @@ async def test_two_tools_in_two_steps_make_one_message(
     dialect: str, transport: str, tool_server: ToolServer, real_clients: Any
 ) -> None:
     model = Model(steps_script(dialect, TWO_STEPS))
-    tools = TOOLS if transport == "stdio" else tool_server.settings()
+    tools = stdio_tools() if transport == "stdio" else tool_server.settings()
     async with agent_gateway(model, dialect, tools) as base:
         response = await post(base, "s1", user_body("What is (2 + 3) × 4?", id="chat-1"))
     assert response.status_code == 200, response.text
@@ -307,8 +300,7 @@ async def test_stop_during_a_slow_tool_cancels_it_on_the_server(
     model = Model(steps_script("anthropic-messages", SLOW))
     mark = tool_server.cancel_mark
     if transport == "stdio":
-        stdio = {**TOOLS["math"], "env": {"CANCEL_MARK": str(mark)}}
-        tools = {"math": {**stdio, "tool_approval": {"slow": "never"}}}
+        tools = stdio_tools(env={"CANCEL_MARK": str(mark)}, tool_approval={"slow": "never"})
     else:
         tools = tool_server.settings(tool_approval={"slow": "never"})
     async with http_upstream("/{path:path}", model.handle) as upstream:

@@ -10,7 +10,6 @@ what trace context they received. The process test
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from tests.agent_responses import answer
+from tests.conftest import stdio_tools
 from tests.gateway_harness import (
     ScriptedUpstream,
     agent_ops_turn,
@@ -42,8 +42,6 @@ from tests.gateway_harness import (
 )
 from tests.helpers import until
 
-SERVER = str(Path(__file__).resolve().parent / "mcp" / "tools_server.py")
-TOOLS = {"math": {"command": sys.executable, "args": [SERVER]}}
 BROWSER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 BROWSER_SPAN = "00f067aa0ba902b7"
 TRACEPARENT = f"00-{BROWSER_TRACE}-{BROWSER_SPAN}-01"
@@ -297,7 +295,7 @@ async def test_an_approval_continuation_traces_its_decision_and_the_tools(
     """The loop's tool calls are ``execute_tool`` spans; the MCP request in one carries its
     context in ``_meta`` (the server says what it got); the approval is an event."""
     model = Provider(ASK_TRACE)
-    tools = {"math": {**TOOLS["math"], "env": {"CALL_LOG": str(tmp_path / "calls")}}}
+    tools = stdio_tools(env={"CALL_LOG": str(tmp_path / "calls")})
     async with http_upstream("/{path:path}", model.handle) as upstream:
         async with running_gateway(
             dialect="anthropic-messages", upstream=upstream, tools=tools, telemetry="otlp"

@@ -14,9 +14,10 @@ import pytest
 
 from tests import components
 from tests.agent_responses import answer
+from tests.conftest import stdio_tools
 from tests.gateway_harness import http_upstream, post, running_gateway, user_body, uvicorn_server
 from tests.mcp.tools_server import build
-from tests.test_agent_loop import TOOLS, Model, parts_of
+from tests.test_agent_loop import Model, parts_of
 
 LEARN: list[tuple[str, list[Any]]] = [
     ("Learning.", [("c1", "learn", {"name": "greet"})]),
@@ -31,7 +32,7 @@ async def tool_server(transport: str) -> AsyncIterator[dict[str, Any]]:
     """The test MCP server's settings: over stdio, or over Streamable HTTP (the change then
     comes on a stream the server holds open, through the gateway's HTTP transport)."""
     if transport == "stdio":
-        yield TOOLS
+        yield stdio_tools()
         return
     async with uvicorn_server(build().streamable_http_app()) as base:
         components.used("mcp")  # a server of the test's own: it learns a tool

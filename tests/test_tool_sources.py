@@ -20,11 +20,9 @@ from chunkbridge.gateway.tool_settings import ApprovalPolicy, ToolServerSettings
 from chunkbridge.gateway.tools import ToolSources, ToolSourceUnavailable
 from chunkbridge.gateway.tools.catalog import RemoteTool, build_catalog, capped
 from tests import components
-from tests.conftest import ToolServer
+from tests.conftest import TOOLS_SERVER, ToolServer, stdio_tools
 from tests.gateway_harness import running_gateway, uvicorn_server
 from tests.mcp.tools_server import build
-
-SERVER = str(Path(__file__).resolve().parent / "mcp" / "tools_server.py")
 
 #: The tools of tests/mcp/tools_server.py.
 SERVER_TOOLS = {
@@ -34,7 +32,7 @@ SERVER_TOOLS = {
 
 
 def stdio(**more: Any) -> ToolServerSettings:
-    return ToolServerSettings(command=sys.executable, args=[SERVER], **more)
+    return ToolServerSettings(command=sys.executable, args=[TOOLS_SERVER], **more)
 
 
 class Recorded:
@@ -183,7 +181,7 @@ def test_the_catalog_and_the_settings_decide_without_a_server() -> None:
 
 
 async def test_the_gateway_connects_its_tool_servers_at_start_up() -> None:
-    settings = {"probe": {"command": sys.executable, "args": [SERVER]}}
+    settings = {"probe": stdio_tools()["math"]}
     gateway = running_gateway(
         dialect="anthropic-messages", upstream="http://127.0.0.1:1", tools=settings
     )

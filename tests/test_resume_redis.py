@@ -133,11 +133,10 @@ class Reader(threading.Thread):
                 self.body += chunk
                 self.attached.set()
 
-    def joined(self, seconds: float) -> bytes:
-        """Start it and wait for it to attach (at most ``seconds``)."""
+    def attach(self, seconds: float) -> None:
+        """Start it and wait until it is in (at most ``seconds``)."""
         self.start()
         assert self.attached.wait(seconds), "the reader got nothing"
-        return self.body
 
 
 def test_another_instance_resumes_mid_turn_and_after_the_end(
@@ -184,7 +183,7 @@ def test_stop_from_the_other_instance_ends_the_turn_for_every_reader(
     with two_gateways(redis_url, recording) as (a, b, _):
         drop_after(a, "s2", b'"w2 "')
         reader = Reader(b, "s2")
-        reader.joined(10)
+        reader.attach(10)
         stopped = httpx.post(f"{b}/api/sessions/s2/chat/chat1/stop", timeout=10, trust_env=False)
         reader.join(10)
         again = httpx.post(f"{b}/api/sessions/s2/chat/chat1/stop", timeout=10, trust_env=False)
@@ -203,7 +202,7 @@ def test_a_killed_owner_ends_every_reader_within_the_lease(
         drop_after(a, "s3", b'"w2 "')
         started = time.monotonic()
         reader = Reader(b, "s3")
-        reader.joined(10)
+        reader.attach(10)
         os.kill(owner.pid, signal.SIGKILL)
         reader.join(LEASE + 5)
         waited = time.monotonic() - started

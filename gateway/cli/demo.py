@@ -67,18 +67,15 @@ def build_demo(args: argparse.Namespace) -> Demo:
     on_shutdown = backend.on_shutdown
     if stop_traces is not None:
         on_shutdown = _then(on_shutdown, stop_traces)
-    routes = demo_routes(
-        backend.upstream, dialect.name, agent=bool(agent), traces=bool(trace_routes)
-    )
+    traces = bool(trace_routes)
+    routes = demo_routes(backend.upstream, dialect.name, agent=bool(agent), traces=traces)
     app = create_app(
         backend.config,
         extra_routes=[*routes, *backend.routes, *trace_routes],
         on_startup=backend.on_startup,
         on_shutdown=on_shutdown,
     )
-    return Demo(
-        app, backend.config, dialect.name, backend.transport, bool(agent), bool(trace_routes)
-    )
+    return Demo(app, backend.config, dialect.name, backend.transport, bool(agent), traces)
 
 
 @dataclass(frozen=True)

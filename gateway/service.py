@@ -40,7 +40,6 @@ from chunkbridge.kit import (
 )
 from chunkbridge.protocol_specs.chat_request import ChatRequest
 from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL, approval_signature
-from chunkbridge.translators.core.message_assembly import MessageAssembler
 from chunkbridge.translators.core.message_replay import replay_chunks
 from chunkbridge.translators.core.sse_codec import encode_chunks
 from chunkbridge.translators.core.turn import Turn, TurnOptions
@@ -302,18 +301,6 @@ class Gateway:
 
         message_id = chat_request.response_message_id() or f"msg_{run_id[:24]}"
         trace.opened(chat_request.id, message_id)
-        transcript = None
-        if transcripts is not None and self.transcript_writer is not None:
-            transcript = TurnTranscript(
-                self.transcript_writer,
-                (session_id, chat_request.id),
-                config.target,
-                chat_request,
-                message_id,
-                continued,
-                wait_for_end=self.stored_history,
-            )
-            transcript.begin()
         translator_options = self.translator_options
         if agent is not None:  # one id counter for the turn's model calls
             translator_options = dataclasses.replace(translator_options, id_factory=counter_ids())
@@ -328,8 +315,25 @@ class Gateway:
                 sign_approval=functools.partial(approval_signature, secret) if secret else None,
                 on_approval=functools.partial(issue_approval, approvals, metrics, session_id),
                 steps=None if agent is None else agent.names,
+                assemble=wanted,
+                continued=continued,
             ),
         )
+        assembler = turn.assembler
+        transcript = None
+        if transcripts is not None and self.transcript_writer is not None:
+            assert assembler is not None  # (``wanted``)
+            transcript = TurnTranscript(
+                self.transcript_writer,
+                (session_id, chat_request.id),
+                config.target,
+                chat_request,
+                message_id,
+                continued,
+                wait_for_end=self.stored_history,
+                assembler=assembler,
+            )
+            transcript.begin()
         if agent is None:
             driver = TurnDriver(
                 upstream, turn, self.driver_settings, started=started, counters=metrics
@@ -340,7 +344,6 @@ class Gateway:
                 self.connector,
                 forward,
                 functools.partial(self.dialect.translator, translator_options),
-                MessageAssembler(config.target, continued),
                 approved,
                 self.question_secret,
                 trace,

@@ -11,9 +11,16 @@ from typing import Any
 
 import pytest
 
-from chunkbridge.gateway.devtools.replay import replay_file
+from chunkbridge.gateway.devtools.recordings import read_frames
+from chunkbridge.gateway.devtools.replay import replay_file, run_without_waiting
+from chunkbridge.gateway.registry import get_dialect
+from chunkbridge.gateway.transports.replay import ReplayUpstream
+from chunkbridge.gateway.turn.driver import REPLAY_SETTINGS, TurnDriver
+from chunkbridge.kit import TranslatorOptions
 from chunkbridge.translators.core.message_assembly import MessageAssembler, merge_metadata
 from chunkbridge.translators.core.partial_json import MISSING, parse_partial_json
+from chunkbridge.translators.core.sse_codec import json_safe
+from chunkbridge.translators.core.turn import Turn, TurnOptions
 from tests.conformance.harness import HERE as CONFORMANCE
 from tests.conformance.harness import run_cases
 
@@ -143,6 +150,32 @@ def test_partial_tool_input_is_read_as_the_client_reads_it(real_clients) -> None
     expected = json.loads(proc.stdout)
     mine = [None if (v := parse_partial_json(t)) is MISSING else v for t in texts]
     assert mine == expected
+
+
+@pytest.mark.parametrize("major", [5, 6, 7])
+def test_a_turns_own_assembler_reads_what_the_turn_wrote(major: int) -> None:
+    """The assembler a turn feeds with its chunks as it makes them (the fused text path
+    included) holds the message the bytes it wrote assemble to — which the test above holds
+    against the real clients — for every recording."""
+    compared = 0
+    for recording in RECORDINGS:
+        dialect = recording.parent.name
+        description = get_dialect(dialect)
+        translator = description.translator(TranslatorOptions(settings=description.settings()))
+        turn = Turn(translator, TurnOptions(target=major, assemble=True))
+        written: list[bytes] = []
+
+        async def write(body: bytes, written: list[bytes] = written) -> None:
+            written.append(body)
+
+        run_without_waiting(
+            TurnDriver(ReplayUpstream(read_frames(recording)), turn, REPLAY_SETTINGS).run(write)
+        )
+        assert turn.assembler is not None
+        mine = json.loads(json.dumps(json_safe(turn.assembler.message)))
+        assert mine == assembled(b"".join(written), major), recording.name
+        compared += 1
+    assert compared >= 96
 
 
 def test_metadata_merges_as_the_client_merges_it() -> None:

@@ -48,7 +48,6 @@ from chunkbridge.protocol_specs.elicitation import (
 from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL
 from chunkbridge.translators.core.agent_loop import AgentLoop, CallKind
 from chunkbridge.translators.core.closing import CloseReason, CloseRequest
-from chunkbridge.translators.core.message_assembly import MessageAssembler
 from chunkbridge.translators.core.sse_codec import KEEPALIVE_FRAME, encode_chunks
 from chunkbridge.translators.core.steps import ReadyCall
 from chunkbridge.translators.core.turn import Chunk, EventTranslator, Turn
@@ -83,8 +82,6 @@ class LoopParts:
     open_step: Callable[[dict[str, Any]], Awaitable[Upstream]]
     #: A fresh translator for the next model call's stream.
     translator: Callable[[], EventTranslator]
-    #: Builds the message so far from the bytes written (the continued message included).
-    assembler: MessageAssembler
     #: A continuation that answered approvals of gateway tools or their questions: the calls
     #: approved or answered, which run before the first model call (the denied ones are
     #: reported first); ``None``: no answers.
@@ -158,8 +155,6 @@ class AgentDriver(TurnDriver):
         self._progress: dict[str, dict[str, Any]] = {}
         self._progressed = asyncio.Event()
         self._progress_due = 0.0
-        #: What went out since the assembler last read (the message so far is built from it).
-        self._unread: list[bytes] = []
         #: A continuation's approved calls, until they are started (then ``None``).
         self._approved = None if parts.approved is None else list(parts.approved)
         self.phase = LoopPhase.STREAMING if parts.approved is None else LoopPhase.APPROVED
@@ -193,8 +188,6 @@ class AgentDriver(TurnDriver):
             body += encode_chunks(self.turn.emit(self._dispatch(self.steps.take_ready())))
         if self._progress and not self.turn.done:
             body += encode_chunks(self.turn.emit(self._reported()))
-        if body:
-            self._unread.append(body)
         await super()._write(write, body)
 
     def _dispatch(self, calls: list[ReadyCall]) -> list[Chunk]:
@@ -375,9 +368,8 @@ class AgentDriver(TurnDriver):
         return True
 
     def _message(self) -> dict[str, Any]:
-        assembler = self.parts.assembler
-        assembler.feed_sse(self._unread)
-        self._unread.clear()
+        assembler = self.turn.assembler
+        assert assembler is not None, "an agent turn assembles its message"
         message = assembler.message
         return message if message is not None else {"role": "assistant", "parts": []}
 

@@ -39,7 +39,6 @@ from chunkbridge.protocol_specs.elicitation import (
 )
 from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL
 from chunkbridge.translators.core.agent_loop import AgentLoop, ToolPolicy
-from chunkbridge.translators.core.message_assembly import MessageAssembler
 from chunkbridge.translators.core.steps import ReadyCall
 from chunkbridge.translators.core.turn import EventTranslator
 
@@ -105,7 +104,6 @@ class AgentSetup:
         connector: Connector,
         forward: dict[str, str],
         translator: Callable[[], EventTranslator],
-        assembler: MessageAssembler,
         approved: list[ReadyCall] | None,
         question_secret: str,
         trace: TurnTrace | NoTrace = NO_TRACE,
@@ -125,7 +123,6 @@ class AgentSetup:
             tools=self.tools,
             open_step=open_step,
             translator=translator,
-            assembler=assembler,
             approved=approved,
             concurrency=self.concurrency,
             question_secret=question_secret,

@@ -138,7 +138,7 @@ class TurnRun:
         self._held = True
         #: The turn's spans (``telemetry`` on), ended with the turn.
         self.trace = trace
-        #: With a store: the turn's record (its bodies come from the tee).
+        #: With a store: the turn's record.
         self.transcript = transcript
         #: With resume on: every body written also goes here, for readers that (re)join.
         self.chunk_log: ResumeLog | None = resume.begin(key, self) if resume is not None else None
@@ -186,25 +186,15 @@ class TurnRun:
         return True
 
     def _tee(self, write: Write) -> Write:
-        """``write`` that also puts what it writes into the chunk log and the transcript's
-        bodies, where there are (a list append each: nothing is parsed here)."""
-        log = self.chunk_log.append if self.chunk_log is not None else None
-        keep = self.transcript.bodies.append if self.transcript is not None else None
-        if log is None:
-            if keep is None:
-                return write
-
-            def kept(body: bytes) -> Awaitable[None]:
-                keep(body)  # (keep-alive comments too: the assembler skips them)
-                return write(body)
-
-            return kept
+        """``write`` that also puts what it writes into the chunk log, if there is one (a list
+        append: nothing is parsed here)."""
+        if self.chunk_log is None:
+            return write
+        log = self.chunk_log.append
 
         def logged(body: bytes) -> Awaitable[None]:
             if body[:1] != b":":  # keep-alive comments are not content
                 log(body)
-                if keep is not None:
-                    keep(body)
             return write(body)
 
         return logged

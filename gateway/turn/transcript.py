@@ -4,9 +4,9 @@
 copy of the chat (:mod:`chunkbridge.gateway.turn.history`) before the turn opens upstream.
 :class:`TurnTranscript` records the turn: when it starts, the user message (or, for a
 continuation, the stored message with the answers applied, ``streaming`` until the turn
-ends); when it ends, the answer as the client has it — assembled from exactly the bodies the
-client was sent (:class:`~chunkbridge.translators.core.message_assembly.MessageAssembler`, fed
-by the turn's tee: a list append per write, nothing parsed until the end) — with its status.
+ends); when it ends, the answer as the client has it — the turn's own
+:class:`~chunkbridge.translators.core.message_assembly.MessageAssembler`, fed every chunk as the
+turn made it — with its status.
 Every write goes through the gateway's :class:`~chunkbridge.gateway.stores.writer.
 TranscriptWriter`: the stream never waits for the database.
 """
@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import asyncio
 from typing import Any
-
-import orjson
 
 from chunkbridge.gateway.errors import BadRequest, ChatFull, StoreDown
 from chunkbridge.gateway.stores.base import (
@@ -32,6 +30,7 @@ from chunkbridge.gateway.turn.history import UnknownContinuation, conversation
 from chunkbridge.protocol_specs.chat_request import ChatRequest, UIMessage
 from chunkbridge.translators.core.closing import CloseReason
 from chunkbridge.translators.core.message_assembly import MessageAssembler
+from chunkbridge.translators.core.sse_codec import json_safe
 
 __all__ = ["TurnTranscript", "stored_request"]
 
@@ -87,13 +86,14 @@ class TurnTranscript:
         message_id: str,
         continued: dict[str, Any] | None,
         wait_for_end: bool,
+        assembler: MessageAssembler,
     ) -> None:
         self.writer = writer
         self.key = key
         self.major = major
         self.message_id = message_id
-        #: The bodies the client was sent (the turn's tee appends; read at the end).
-        self.bodies: list[bytes] = []
+        #: The turn's message as the client builds it (read at the end).
+        self.assembler = assembler
         self._request = request
         #: The message this turn continues: the stored one with its answers (``history =
         #: stored``), else the client's own copy — what the client's answer builds on.
@@ -121,12 +121,8 @@ class TurnTranscript:
         """The turn is over: queue the answer as the client has it."""
         if self._ended is not None:
             return
-        assembler = MessageAssembler(self.major, self._continued)
-        try:
-            assembler.feed_sse(self.bodies)
-        except orjson.JSONDecodeError:
-            assembler.broken = True  # what was read so far stands
-        message = assembler.message
+        assembler = self.assembler
+        message = json_safe(assembler.message)  # (as the client read what orjson refused)
         if message is None:
             message = {"id": self.message_id, "role": "assistant", "parts": []}
         status: MessageStatus
@@ -136,7 +132,6 @@ class TurnTranscript:
             status = "done"
         else:
             status = "aborted"
-        # (the assembler's own object: nothing feeds it any more)
         put = Put(self.key, message, status, self.major)
         self._ended = self.writer.submit(put, f"answer ({status})")
 

@@ -13,7 +13,9 @@ Like the client, it stops at the first ``error`` chunk or at a chunk it cannot a
 for a part never started): the message is then what it was before. Values the client leaves
 ``undefined`` are absent keys here (they vanish from its JSON as well).
 
-It is fed decoded chunks (:meth:`feed`) or the SSE bodies the gateway wrote (:meth:`feed_sse`);
+It is fed chunks as a turn makes them (:meth:`feed_written`, :meth:`text_delta`: the one
+assembler of a turn, :class:`~chunkbridge.translators.core.turn.Turn`'s), decoded chunks
+(:meth:`feed`) or SSE bodies (:meth:`feed_sse`);
 text and tool-input deltas are only appended, and joined (a partial tool input parsed) when the
 message is read or another chunk needs them, so a long answer costs linear time.
 """
@@ -27,6 +29,7 @@ import orjson
 
 from chunkbridge.translators.core.message_tools import PartialCall, ToolChunks, given, is_tool, put
 from chunkbridge.translators.core.partial_json import MISSING, parse_partial_json
+from chunkbridge.translators.core.sse_codec import as_written
 
 __all__ = ["MessageAssembler", "merge_metadata"]
 
@@ -129,6 +132,26 @@ class MessageAssembler(ToolChunks):
             for line in body.split(b"\n"):
                 if line.startswith(_DATA_PREFIX) and line != _DONE_LINE:
                     self.feed(orjson.loads(line[len(_DATA_PREFIX) :]))
+
+    def feed_written(self, chunks: Iterable[dict[str, Any]]) -> None:
+        """Chunks as the gateway makes them, each read as the client reads its bytes back (a
+        turn's own assembler is fed so, as it writes)."""
+        for chunk in chunks:
+            self.feed(as_written(chunk))
+
+    def text_delta(self, part_id: str, delta: str) -> None:
+        """A ``text-delta`` of the open text part ``part_id`` (the turn's fused text path,
+        which writes no chunk)."""
+        if self._stopped:
+            return
+        text = self._texts.get(part_id)
+        if text is None:
+            self.broken = self._stopped = True
+            return
+        if not text.pieces:
+            self._unjoined.append(text)
+        text.pieces.append(delta)
+        self._wrote()
 
     def feed(self, chunk: dict[str, Any]) -> None:
         if self._stopped:

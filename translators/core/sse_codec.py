@@ -31,8 +31,10 @@ __all__ = [
     "STREAM_OPEN_FRAME",
     "SseDecoder",
     "SseEvent",
+    "as_written",
     "encode_chunk",
     "encode_chunks",
+    "json_safe",
 ]
 
 DONE_FRAME: Final = b"data: [DONE]\n\n"
@@ -81,13 +83,31 @@ def _normalize(chunk: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def as_written(chunk: dict[str, Any]) -> dict[str, Any]:
+    """``chunk`` as a client parses it back: its ``null`` optional fields left out, its
+    required ``unknown`` keys present (values only the scrubbing path writes stay as they are:
+    :func:`json_safe` makes them what the client read)."""
+    if None in chunk.values() or chunk.get("type") in REQUIRED_JSON_KEYS:
+        return _normalize(chunk)
+    if chunk.get("type", "").startswith(DATA_PREFIX) and "data" not in chunk:
+        return _normalize(chunk)
+    return chunk
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` as it reads back from what :func:`encode_chunk` writes of it: itself when
+    orjson takes it, else the scrubbed copy."""
+    try:
+        orjson.dumps(value)
+    except (TypeError, orjson.JSONEncodeError):
+        return _scrub(value)
+    return value
+
+
 def encode_chunk(chunk: dict[str, Any]) -> bytes:
     """One SSE event for one UI chunk. Never raises for a dict of JSON-ish values (any depth,
     any size, lone surrogates, integers beyond 64 bits, NaN)."""
-    if None in chunk.values() or chunk.get("type") in REQUIRED_JSON_KEYS:
-        chunk = _normalize(chunk)
-    elif chunk.get("type", "").startswith(DATA_PREFIX) and "data" not in chunk:
-        chunk = _normalize(chunk)
+    chunk = as_written(chunk)
     try:
         body = orjson.dumps(chunk)
     except (TypeError, orjson.JSONEncodeError):

@@ -41,6 +41,7 @@ from chunkbridge.translators.core.closing import (
 )
 from chunkbridge.translators.core.gating import ConversionHook
 from chunkbridge.translators.core.guard import RepairHook, StreamGuard
+from chunkbridge.translators.core.message_assembly import MessageAssembler
 from chunkbridge.translators.core.sse_codec import encode_chunk, encode_chunks
 from chunkbridge.translators.core.steps import StepJoin
 from chunkbridge.translators.core.surrogates import NOT_JSON, SurrogatePairs, loads_lenient
@@ -101,6 +102,10 @@ class TurnOptions:
     on_approval: ApprovalHook | None = None
     #: A step-wise turn (the agent loop, :class:`StepJoin`): the tools the gateway runs.
     steps: frozenset[str] | None = None
+    #: Build the message the client builds (:attr:`Turn.assembler`), as the chunks are made.
+    assemble: bool = False
+    #: The assistant message this turn continues, as the client has it (the assembler's start).
+    continued: dict[str, Any] | None = None
 
 
 class Turn:
@@ -125,6 +130,11 @@ class Turn:
         if options.steps is not None:
             translator = self.steps = StepJoin(translator, options.steps, self.guard)
         self.translator = translator
+        #: The message as the client builds it from what this turn wrote (``assemble``): the
+        #: turn's one assembler, read by the agent loop, the transcript and resume.
+        self.assembler: MessageAssembler | None = None
+        if options.assemble:
+            self.assembler = MessageAssembler(options.target, options.continued)
         #: Upstream frames (or events) fed, terminal and malformed ones included.
         self.events = 0
         #: Frames fed after the turn ended (ignored).
@@ -205,7 +215,7 @@ class Turn:
         try:
             event = _loads(frame)
         except _JSONDecodeError:
-            return encode_chunks(self.feed_frame(frame))
+            return encode_chunks(self.feed_frame(frame))  # (the assembler fed there)
         try:
             translator = self.translator
             text_id = translator.text_id
@@ -218,6 +228,8 @@ class Turn:
                 delta = translator.fast_text_delta(event)
                 if delta is not None:
                     self.events += 1
+                    if self.assembler is not None:
+                        self.assembler.text_delta(text_id, delta)
                     if text_id != self._prefix_id:
                         self._set_prefix(text_id)
                     try:
@@ -225,9 +237,9 @@ class Turn:
                     except _JSONEncodeError:  # what orjson refuses: the scrubbing encoder
                         chunk = {"type": "text-delta", "id": text_id, "delta": delta}
                         return encode_chunk(chunk)
-            return encode_chunks(self._feed(event, False))
+            return encode_chunks(self._seen(self._feed(event, False)))
         except Exception as exc:
-            return encode_chunks(self._internal_error(exc))
+            return encode_chunks(self._seen(self._internal_error(exc)))
 
     def feed_frame(self, frame: str | bytes) -> list[Chunk]:
         """One raw upstream frame to chunks. Never raises."""
@@ -235,17 +247,17 @@ class Turn:
             try:
                 event = _loads(frame)
             except _JSONDecodeError as exc:
-                return self._slow_frame(frame, exc.msg)
-            return self._feed(event, False)
+                return self._seen(self._slow_frame(frame, exc.msg))
+            return self._seen(self._feed(event, False))
         except Exception as exc:
-            return self._internal_error(exc)
+            return self._seen(self._internal_error(exc))
 
     def feed(self, event: Any) -> list[Chunk]:
         """One parsed upstream event to chunks. Never raises."""
         try:
-            return self._feed(event, True)
+            return self._seen(self._feed(event, True))
         except Exception as exc:
-            return self._internal_error(exc)
+            return self._seen(self._internal_error(exc))
 
     def upstream_ended(self, error_text: str | None = None) -> list[Chunk]:
         """The upstream connection ended (``error_text``: how it failed, if it did). The
@@ -256,16 +268,14 @@ class Turn:
         try:
             waiting = self.waiting  # the agent asked, then hung up: it waits for the answer
             out = self._guarded(self.translator.end_of_stream(False), True)
-            if self._step_completed():
-                return out  # the agent loop decides what follows
-            if not self.guard.finished:
+            if not self.guard.finished and not self._step_completed():
                 if waiting and error_text is None and self.deferred_close is not None:
                     out += self._close(self.deferred_close)
                 else:
                     out += self._close(CloseRequest(CloseReason.UPSTREAM_CLOSED, error_text))
-            return out
+            return self._seen(out)  # (a completed step: the agent loop decides what follows)
         except Exception as exc:
-            return self._internal_error(exc)
+            return self._seen(self._internal_error(exc))
 
     def waits_on_app(self, call_id: str) -> None:
         """The gateway's call ``call_id`` waits for the app (its question): at the end of the
@@ -281,9 +291,9 @@ class Turn:
             out: list[Chunk] = []
             for chunk in chunks:
                 out += self.guard.feed(chunk)
-            return out
+            return self._seen(out)
         except Exception as exc:
-            return self._internal_error(exc)
+            return self._seen(self._internal_error(exc))
 
     def close(self, request: CloseRequest) -> list[Chunk]:
         """End the turn now (timeout, client gone, shutdown…): the closing chunks, ``[]`` if it
@@ -291,9 +301,9 @@ class Turn:
         if self.guard.finished:
             return []
         try:
-            return self._close(request)
+            return self._seen(self._close(request))
         except Exception as exc:
-            return self._internal_error(exc)
+            return self._seen(self._internal_error(exc))
 
     def settle(self) -> list[Chunk]:
         """The settle window after an ask passed without a word from the upstream: if the agent
@@ -309,6 +319,12 @@ class Turn:
         return self.close(request)
 
     # -- internals -----------------------------------------------------------------------------
+
+    def _seen(self, out: list[Chunk]) -> list[Chunk]:
+        """``out``, which the turn writes: the assembler reads it too."""
+        if self.assembler is not None and out:
+            self.assembler.feed_written(out)
+        return out
 
     def _step_completed(self) -> bool:  # a step-wise turn's model step: the turn goes on
         return self.steps is not None and self.steps.ended is not None and not self.guard.finished

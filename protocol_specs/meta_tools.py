@@ -12,16 +12,33 @@ mode it is offered four instead, and finds and calls the real ones through them:
 
 The app never sees a :data:`CALL` call: each call in its batch is shown as its own tool part,
 named after the real tool (``dynamic-tool``, id ``<call id>-<n>``), with its own approval and
-its own result — as if the model had called the tools directly. The model's next request is
-built from that message, so it reads the same: the calls it made and their results. A later
-direct call of a tool it learned of runs too.
+its own result — as if the model had called the tools directly. The model is never told of
+calls it did not make: each split call's provider metadata names its batch
+(:func:`split_metadata`; a client keeps it as the part's ``callProviderMetadata`` and sends it
+back, a store keeps it), and a request's history regroups the parts of a batch into the one
+:data:`CALL` call the model made, answered by one result (:func:`batch_result`) holding each
+call's, in the batch's order. A later direct call of a tool it learned of runs too.
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
 
-__all__ = ["CALL", "DEFINITIONS", "LIST", "MAX_BATCH", "NAMES", "SCHEMA", "SEARCH", "batch_id"]
+__all__ = [
+    "CALL",
+    "DEFINITIONS",
+    "LIST",
+    "MAX_BATCH",
+    "METADATA_KEY",
+    "NAMES",
+    "SCHEMA",
+    "SEARCH",
+    "batch_call",
+    "batch_id",
+    "batch_of",
+    "batch_result",
+    "split_metadata",
+]
 
 LIST: Final = "tools_list"
 SEARCH: Final = "tools_search"
@@ -36,6 +53,42 @@ MAX_BATCH: Final = 16
 def batch_id(call_id: str, index: int) -> str:
     """The tool call id of the ``index``-th call of a batch (provider id alphabets allow it)."""
     return f"{call_id}-{index}"
+
+
+#: The provider-metadata key under which a split call names its batch (the gateway's own).
+METADATA_KEY: Final = "chunkbridge"
+
+
+def split_metadata(batch_meta: Any, call_id: str, index: int) -> dict[str, Any]:
+    """The provider metadata of the ``index``-th call split out of batch ``call_id``: the batch
+    call's own (a provider's signature of the call the model made) and where it came from."""
+    meta = dict(batch_meta) if isinstance(batch_meta, dict) else {}
+    meta[METADATA_KEY] = {"batch": call_id, "index": index}
+    return meta
+
+
+def batch_of(call_meta: Any) -> tuple[str, int] | None:
+    """The batch (its call id) and position a part's ``callProviderMetadata`` names, if any."""
+    ours = call_meta.get(METADATA_KEY) if isinstance(call_meta, dict) else None
+    batch = ours.get("batch") if isinstance(ours, dict) else None
+    index = ours.get("index") if isinstance(ours, dict) else None
+    if isinstance(batch, str) and type(index) is int:
+        return batch, index
+    return None
+
+
+def batch_call(calls: list[tuple[str, Any]], call_meta: Any) -> tuple[dict[str, Any], Any]:
+    """The :data:`CALL` input the model gave for ``calls`` (tool, arguments), and the
+    provider metadata of its call (a member's, without the batch's name)."""
+    batch = {"calls": [{"tool": tool, "arguments": arguments} for tool, arguments in calls]}
+    meta = {k: v for k, v in call_meta.items() if k != METADATA_KEY}
+    return batch, meta or None
+
+
+def batch_result(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """The one result of a :data:`CALL` batch: each call's (``{tool, output}`` or ``{tool,
+    error}``), in the batch's order."""
+    return {"results": results}
 
 
 def _names_schema(description: str) -> dict[str, Any]:

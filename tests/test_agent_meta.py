@@ -183,12 +183,46 @@ async def test_meta_mode_offers_four_tools_and_shows_each_real_call(
         for name in meta_tools.NAMES:
             assert name.encode() in offered
         assert b"delete_branch" not in offered
-    # the last model call read both calls and their results as calls of the real tools
-    heard = orjson.dumps({k: v for k, v in model.requests[2].items() if k != "tools"})
-    ids = (b"c2-0", b"c2-1") if dialect != "gemini" else ()  # Gemini pairs calls by name
-    for piece in (*ids, b"add", b"multiply", b"20"):
-        assert piece in heard, piece
+    # the last model call read the calls it made — its batch, not calls of tools it was never
+    # offered — and the batch's one result
+    request = model.requests[2]
+    offered = set(offered_tools(dialect, request))
+    calls = model_calls(dialect, request)
+    assert [name for name, _ in calls] == ["tools_search", "tools_call"]
+    assert {name for name, _ in calls} <= offered
+    assert calls[1][1] == {"calls": BATCH}
+    heard = orjson.dumps({k: v for k, v in request.items() if k != "tools"})
+    assert b"c2-0" not in heard and b"chunkbridge" not in heard
+    if dialect != "gemini":  # (Gemini pairs calls by name)
+        assert b'"c2"' in heard
+    results = b'{"results":[{"tool":"add","output":{"result":5}},'
+    assert results in heard.replace(b"\\", b""), heard
     assert len(model.requests) == 3
+
+
+def offered_tools(dialect: str, request: dict[str, Any]) -> list[str]:
+    """The names of the tools a provider request offers the model."""
+    tools = request.get("tools", [])
+    if dialect == "gemini":
+        return [d["name"] for t in tools for d in t.get("functionDeclarations", [])]
+    if dialect == "openai-chat":
+        return [t["function"]["name"] for t in tools]
+    return [t["name"] for t in tools]
+
+
+def model_calls(dialect: str, request: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The tool calls a provider request's history says the model made: (name, input)."""
+    if dialect == "anthropic-messages":
+        blocks = [b for m in request["messages"] for b in m["content"] if isinstance(b, dict)]
+        return [(b["name"], b["input"]) for b in blocks if b.get("type") == "tool_use"]
+    if dialect == "openai-responses":
+        items = [i for i in request["input"] if i.get("type") == "function_call"]
+        return [(i["name"], orjson.loads(i["arguments"])) for i in items]
+    if dialect == "openai-chat":
+        calls = [c for m in request["messages"] for c in m.get("tool_calls") or []]
+        return [(c["function"]["name"], orjson.loads(c["function"]["arguments"])) for c in calls]
+    parts = [p for c in request["contents"] for p in c["parts"] if "functionCall" in p]
+    return [(p["functionCall"]["name"], p["functionCall"]["args"]) for p in parts]
 
 
 ARCHIVE_AND_ADD: list[tuple[str, list[Any]]] = [
@@ -235,3 +269,16 @@ async def test_each_call_of_a_batch_has_its_own_approval(
     else:
         assert archive["state"] == ("output-error" if major == 5 else "output-denied")
     assert len(model.requests) == 2
+    # the continuation's model call read its one batch call (regrouped from the parts the
+    # client sent back) and one result of it
+    request = model.requests[1]
+    calls = model_calls("anthropic-messages", request)
+    assert calls == [("tools_call", ARCHIVE_AND_ADD[0][1][0][2])]
+    results = [
+        b for m in request["messages"] for b in m["content"] if b.get("type") == "tool_result"
+    ]
+    assert [r["tool_use_id"] for r in results] == ["c1"]
+    batch = orjson.loads(results[0]["content"])["results"]
+    assert batch[0] == {"tool": "add", "output": {"result": 2}}
+    assert batch[1]["tool"] == "archive"
+    assert ("output" in batch[1]) is approved

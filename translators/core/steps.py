@@ -19,8 +19,9 @@ step's translator in turn (:meth:`StepJoin.next_step`):
   shows MCP tools as ``dynamic-tool`` parts);
 * splits a batch of the meta-tool ``tools_call`` (``protocol_specs/meta_tools.py``) into a tool
   part per call, named after the real tool: its input is held until complete, then each call is
-  a call of its own — shown, approved and answered like a direct one. A batch that is no list
-  of calls stays a ``tools_call`` call, whose result says so.
+  a call of its own — shown, approved and answered like a direct one, its provider metadata
+  naming the batch (the model's next request regroups the batch: ``meta_tools``). A batch that
+  is no list of calls stays a ``tools_call`` call, whose result says so.
 
 Errors and truncations are not held: they end the turn as in any other.
 """
@@ -181,12 +182,15 @@ class StepJoin:
                 if calls is None:
                     out += (start, item)  # the runner's result tells the model what is wrong
                     continue
+                batch_meta = item.get("providerMetadata")
                 for index, (name, arguments) in enumerate(calls):
                     split_id = meta_tools.batch_id(call_id, index)
                     self._batched.add(split_id)
                     base = {"toolCallId": split_id, "toolName": name, "dynamic": True}
+                    meta = meta_tools.split_metadata(batch_meta, call_id, index)
                     out.append({"type": "tool-input-start", **base})
-                    out.append({"type": "tool-input-available", **base, "input": arguments})
+                    available = {"input": arguments, "providerMetadata": meta}
+                    out.append({"type": "tool-input-available", **base, **available})
             elif kind == "tool-input-error":
                 out += (self._held.pop(call_id), item)
         return out

@@ -20,8 +20,9 @@ from urllib.parse import unquote_to_bytes
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from chunkbridge.kit.turn_input import RequestRejected, TurnInput
-from chunkbridge.protocol_specs.chat_request import UIMessage
+from chunkbridge.kit.turn_input import RequestRejected, TurnInput, is_answered
+from chunkbridge.protocol_specs import meta_tools
+from chunkbridge.protocol_specs.chat_request import DynamicToolPart, UIMessage
 from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL, is_approval_question
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "apply_overrides",
     "content_pieces",
     "finish_body",
+    "model_calls",
     "output_text",
     "parse_data_url",
     "provider_error",
@@ -103,8 +105,10 @@ def system_prompt(settings: ProviderSettings, messages: list[UIMessage]) -> str:
 def steps_of(message: UIMessage) -> Iterator[list[Any]]:
     """An assistant message's parts cut at ``step-start``: one list per model call, since a
     provider sees each call's output and the tool results that followed it as their own turns.
-    An approval's question form (ai 5) is the gateway's, never the model's: left out (the
-    decision reaches the provider through ``TurnInput.approval_answers``)."""
+    The calls the gateway split out of a ``tools_call`` batch are the model's one batch call
+    again (:func:`model_calls`). An approval's question form (ai 5) is the gateway's, never the
+    model's: left out (the decision reaches the provider through
+    ``TurnInput.approval_answers``)."""
     step: list[Any] = []
     for part in message.parts:
         if getattr(part, "tool_name", None) == QUESTION_TOOL and is_approval_question(
@@ -113,12 +117,62 @@ def steps_of(message: UIMessage) -> Iterator[list[Any]]:
             continue
         if getattr(part, "type", None) == "step-start":
             if step:
-                yield step
+                yield model_calls(step)
             step = []
         else:
             step.append(part)
     if step:
-        yield step
+        yield model_calls(step)
+
+
+def model_calls(step: list[Any]) -> list[Any]:
+    """``step`` with the tool parts of each ``tools_call`` batch (their provider metadata names
+    it: ``meta_tools.split_metadata``) replaced, where the first of them was, by the batch call
+    the model made — answered by one result once each of its calls is."""
+    batches: dict[str, list[tuple[int, Any]]] = {}
+    out: list[Any] = []
+    for part in step:
+        batch = meta_tools.batch_of(getattr(part, "callProviderMetadata", None))
+        if batch is None:
+            out.append(part)
+            continue
+        if batch[0] not in batches:
+            batches[batch[0]] = []
+            out.append(batch[0])  # the batch's place
+        batches[batch[0]].append((batch[1], part))
+    if not batches:
+        return step
+    return [_batch_part(p, batches[p]) if isinstance(p, str) else p for p in out]
+
+
+def _batch_part(call_id: str, members: list[tuple[int, Any]]) -> DynamicToolPart:
+    parts = [part for _, part in sorted(members, key=lambda member: member[0])]
+    calls = [(part.tool_name, {} if part.input is None else part.input) for part in parts]
+    batch, meta = meta_tools.batch_call(calls, parts[0].callProviderMetadata)
+    fields: dict[str, Any] = {
+        "type": "dynamic-tool",
+        "toolName": meta_tools.CALL,
+        "toolCallId": call_id,
+        "state": "input-available",
+        "input": batch,
+    }
+    if all(is_answered(part) for part in parts):
+        results = [_call_result(part) for part in parts]
+        fields.update(state="output-available", output=meta_tools.batch_result(results))
+    if meta is not None:
+        fields["callProviderMetadata"] = meta
+    return DynamicToolPart.model_validate(fields)
+
+
+def _call_result(part: Any) -> dict[str, Any]:
+    """One answered call of a batch as the batch's result holds it."""
+    if part.state == "output-available":
+        return {"tool": part.tool_name, "output": part.output}
+    if part.state == "output-error":
+        return {"tool": part.tool_name, "error": part.errorText or "The tool call failed."}
+    reason = part.approval.reason if part.approval is not None else None
+    denied = "The user denied this tool call."
+    return {"tool": part.tool_name, "error": f"{denied} {reason}" if reason else denied}
 
 
 def tool_name_of(part: Any) -> str | None:

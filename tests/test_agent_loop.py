@@ -11,6 +11,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
@@ -19,8 +20,16 @@ import pytest
 from starlette.requests import Request
 from starlette.responses import Response
 
-from chunkbridge.translators.core.agent_loop import AgentLoop, CallKind, LoopEnding, ToolPolicy
+from chunkbridge.kit import counter_ids
+from chunkbridge.translators.core.agent_loop import (
+    AgentLoop,
+    CallKind,
+    LoopEnding,
+    LoopPhase,
+    ToolPolicy,
+)
 from chunkbridge.translators.core.closing import CloseReason, CloseRequest
+from chunkbridge.translators.core.steps import ReadyCall
 from tests.agent_responses import PROVIDER_DIALECTS, TWO_STEPS, answer
 from tests.conftest import ToolServer, stdio_tools
 from tests.gateway_harness import (
@@ -40,8 +49,12 @@ def completed(reason: str = "tool-calls", **metadata: Any) -> CloseRequest:
     return CloseRequest(CloseReason.COMPLETED, finish_reason=reason, message_metadata=metadata)
 
 
+def new_loop(policy: ToolPolicy, max_steps: int) -> AgentLoop:
+    return AgentLoop(policy, max_steps, ids=counter_ids())
+
+
 def test_the_loop_goes_on_while_the_model_calls_only_gateway_tools() -> None:
-    loop = AgentLoop(ToolPolicy({"add": False, "rm": True}, frozenset({"ask_user"})), 10)
+    loop = new_loop(ToolPolicy({"add": False, "rm": True}, frozenset({"ask_user"})), 10)
     assert loop.call("add") is CallKind.RUN
     assert loop.step_ended(completed(usage={"inputTokens": 10, "outputTokens": 2})) is None
     assert loop.step == 2
@@ -67,7 +80,7 @@ def test_the_loop_goes_on_while_the_model_calls_only_gateway_tools() -> None:
     ],
 )
 def test_what_ends_a_step_of_the_loop(calls: list[str], ending: LoopEnding | None) -> None:
-    loop = AgentLoop(ToolPolicy({"add": False, "rm": True}, frozenset({"ask_user"})), 10)
+    loop = new_loop(ToolPolicy({"add": False, "rm": True}, frozenset({"ask_user"})), 10)
     kinds = [loop.call(name) for name in calls]
     assert CallKind.UNKNOWN not in kinds or calls == ["invented"]
     result = loop.step_ended(completed("stop"))
@@ -78,8 +91,57 @@ def test_what_ends_a_step_of_the_loop(calls: list[str], ending: LoopEnding | Non
         assert result.message_metadata["agentLoop"]["ending"] == ending.value
 
 
+def test_what_the_loop_adds_to_the_stream_is_the_same_every_time() -> None:
+    """Approval requests, errors, results and questions come from the loop with the ids of its
+    factory: a loop turn's output is as deterministic as its model's (golden-testable)."""
+
+    def one_step() -> tuple[AgentLoop, list[dict[str, Any]]]:
+        loop = new_loop(ToolPolicy({"add": False, "rm": True, "book": False}), 10)
+        calls = [
+            ReadyCall("c1", "add", {"a": 1}),
+            ReadyCall("c2", "rm", {"path": "/"}),
+            ReadyCall("c3", "invented", {}),
+            ReadyCall("c4", "book", {"day": 1.0}),
+        ]
+        run, out = loop.dispatch(calls)
+        assert [call.call_id for call in run] == ["c1", "c4"]
+        question = SimpleNamespace(key="k", message="Which room?", schema={}, state=None)
+        out.append(loop.result(run[0], SimpleNamespace(output=2, error=None, asks=None)))
+        out.append(loop.result(run[1], SimpleNamespace(output=None, error=None, asks=question)))
+        return loop, out + loop.questions()
+
+    loop, first = one_step()
+    assert one_step()[1] == first
+    assert first[0] == {
+        "type": "tool-approval-request",
+        "approvalId": "approval-1",
+        "toolCallId": "c2",
+    }
+    assert first[1]["errorText"] == "there is no tool named 'invented'"
+    assert first[2] == {"type": "tool-output-available", "toolCallId": "c1", "output": 2}
+    assert first[3]["preliminary"] is True
+    ask = first[-1]
+    assert ask["toolCallId"] == "c4-ask-ask-1" and ask["toolName"] == "ask_user"
+    assert [c["type"] for c in first[4:6]] == ["finish-step", "start-step"]
+    ending = loop.step_ended(completed())  # the question ends the turn for the app to answer
+    assert ending is not None and loop.phase is LoopPhase.ENDED
+    assert ending.message_metadata["agentLoop"]["ending"] == "app-tools"
+
+
+def test_the_loop_holds_its_phase() -> None:
+    loop = AgentLoop(ToolPolicy({"add": False}), 3, ids=counter_ids(), resumed=True)
+    assert loop.phase is LoopPhase.APPROVED
+    assert loop.approved_ran() is None and loop.phase is LoopPhase.CALLING
+    loop.model_called()
+    assert loop.phase is LoopPhase.STREAMING
+    loop.call("add")
+    loop.model_finished()
+    assert loop.phase is LoopPhase.RESULTS
+    assert loop.step_ended(completed()) is None and loop.phase is LoopPhase.CALLING
+
+
 def test_the_step_limit_ends_the_loop_after_the_last_steps_results() -> None:
-    loop = AgentLoop(ToolPolicy({"add": False}), 2)
+    loop = new_loop(ToolPolicy({"add": False}), 2)
     loop.call("add")
     assert loop.step_ended(completed()) is None
     loop.call("add")
@@ -87,7 +149,7 @@ def test_the_step_limit_ends_the_loop_after_the_last_steps_results() -> None:
     assert ending is not None and ending.finish_reason == "tool-calls"
     assert ending.message_metadata["agentLoop"]["ending"] == "max-steps"
     with pytest.raises(ValueError):
-        AgentLoop(ToolPolicy({}), 0)
+        new_loop(ToolPolicy({}), 0)
 
 
 # -- through the gateway --------------------------------------------------------------------------

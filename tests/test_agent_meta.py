@@ -109,9 +109,10 @@ def test_a_batch_is_shown_and_run_as_a_call_per_tool() -> None:
 
 
 def test_an_app_tool_in_a_batch_is_not_the_apps_call() -> None:
+    from chunkbridge.kit import counter_ids
     from chunkbridge.translators.core.agent_loop import AgentLoop, CallKind, ToolPolicy
 
-    loop = AgentLoop(ToolPolicy({"add": False}, frozenset({"ask_user"})), 10)
+    loop = AgentLoop(ToolPolicy({"add": False}, frozenset({"ask_user"})), 10, ids=counter_ids())
     assert loop.call("ask_user", batched=True) is CallKind.UNKNOWN
     assert loop.call("ask_user") is CallKind.APP
 

@@ -28,31 +28,23 @@ step-wise (``TurnOptions.steps``). The decisions are the sans-I/O
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from enum import Enum
 from typing import Any, Protocol
 
 from chunkbridge.gateway.errors import GatewayError
 from chunkbridge.gateway.telemetry import NO_TRACE, NoTrace, TurnTrace
-from chunkbridge.gateway.tools import Progress, ToolAnswer, ToolQuestion, unknown_tool
+from chunkbridge.gateway.tools import Progress, ToolAnswer
 from chunkbridge.gateway.transports.base import Upstream, UpstreamEnded
 from chunkbridge.gateway.turn.driver import DriverSettings, Totals, TurnDriver, Write
 from chunkbridge.kit import RequestRejected
-from chunkbridge.protocol_specs.elicitation import (
-    ASK_SUFFIX,
-    elicitation_question,
-    elicitation_signature,
-)
-from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL
-from chunkbridge.translators.core.agent_loop import AgentLoop, CallKind
+from chunkbridge.translators.core.agent_loop import AgentLoop, LoopPhase, preliminary
 from chunkbridge.translators.core.closing import CloseReason, CloseRequest
 from chunkbridge.translators.core.sse_codec import KEEPALIVE_FRAME, encode_chunks
 from chunkbridge.translators.core.steps import ReadyCall
 from chunkbridge.translators.core.turn import Chunk, EventTranslator, Turn
 
-__all__ = ["PROGRESS_INTERVAL", "AgentDriver", "LoopParts", "LoopPhase", "NotOpened", "ToolRunner"]
+__all__ = ["PROGRESS_INTERVAL", "AgentDriver", "LoopParts", "NotOpened", "ToolRunner"]
 
 #: Seconds between two writes of progress reports while tools run (a server may report often;
 #: only each call's newest report is shown).
@@ -87,25 +79,8 @@ class LoopParts:
     #: reported first); ``None``: no answers.
     approved: Sequence[ReadyCall] | None = None
     concurrency: int = 8
-    #: Signs the questions gateway calls ask (the continuation's answer must match).
-    question_secret: str = ""
     #: The turn's trace: a span per model call and per tool call.
     trace: TurnTrace | NoTrace = NO_TRACE
-
-
-class LoopPhase(Enum):
-    """Where a loop turn's driver is. A run cut short (its client gone, the turn going on
-    detached) is run again and picks up in its phase: a call started is not started again, a
-    step's ending is not decided twice."""
-
-    #: The model's step streams (the turn driver's own loop reads it).
-    STREAMING = "streaming"
-    #: A continuation's approved (or answered) calls run before the first model call.
-    APPROVED = "approved"
-    #: The step's calls run; their results are written as they come, then the loop decides.
-    RESULTS = "results"
-    #: The loop calls the model again: its stream is being opened.
-    CALLING = "calling"
 
 
 class NotOpened:
@@ -148,8 +123,6 @@ class AgentDriver(TurnDriver):
         self._limit = asyncio.Semaphore(parts.concurrency)
         #: Running calls by tool call id (each task's result: the call and its outcome).
         self._running: dict[str, asyncio.Task[tuple[ReadyCall, Any]]] = {}
-        #: The questions of this step's calls, asked once every call of it is done.
-        self._questions: list[Chunk] = []
         self._stopped = asyncio.Event()
         #: Each running call's newest progress report not written yet, and when to write next.
         self._progress: dict[str, dict[str, Any]] = {}
@@ -157,7 +130,6 @@ class AgentDriver(TurnDriver):
         self._progress_due = 0.0
         #: A continuation's approved calls, until they are started (then ``None``).
         self._approved = None if parts.approved is None else list(parts.approved)
-        self.phase = LoopPhase.STREAMING if parts.approved is None else LoopPhase.APPROVED
 
     def stop(self, request: CloseRequest) -> None:
         super().stop(request)
@@ -169,16 +141,18 @@ class AgentDriver(TurnDriver):
 
     async def run(self, write: Write) -> None:
         try:
-            if self.phase is LoopPhase.APPROVED:
+            phase = self.loop.phase
+            if phase is LoopPhase.APPROVED:
                 await self._run_approved(write)
-            elif self.phase is LoopPhase.RESULTS:
+            elif phase is LoopPhase.RESULTS:
                 await self._next_step(write)
-            elif self.phase is LoopPhase.CALLING:
+            elif phase is LoopPhase.CALLING:
                 await self._open_model(write)
             if not self.turn.done:
                 await super().run(write)  # the step streams: LoopPhase.STREAMING
         finally:
             if self.turn.done:
+                self.loop.turn_ended()
                 self._cancel_calls()
 
     # -- dispatch: a completed call starts before its bytes are written ------------------------
@@ -191,22 +165,9 @@ class AgentDriver(TurnDriver):
         await super()._write(write, body)
 
     def _dispatch(self, calls: list[ReadyCall]) -> list[Chunk]:
-        out: list[Chunk] = []
-        for call in calls:
-            kind = self.loop.call(call.name, batched=call.batched)
-            if kind is CallKind.RUN:
-                self._start(call)
-            elif kind is CallKind.APPROVE:
-                approval_id = f"approval-{uuid.uuid4().hex[:16]}"
-                out.append(
-                    {
-                        "type": "tool-approval-request",
-                        "approvalId": approval_id,
-                        "toolCallId": call.call_id,
-                    }
-                )
-            elif kind is CallKind.UNKNOWN:  # never run: the model reads why
-                out.append(_result_chunk(call.call_id, unknown_tool(call.name)))
+        run, out = self.loop.dispatch(calls)
+        for call in run:
+            self._start(call)
         return out
 
     def _start(self, call: ReadyCall) -> None:
@@ -229,42 +190,16 @@ class AgentDriver(TurnDriver):
                     span.set_attribute("error.type", "tool_error")
         return call, outcome
 
-    def _ask(self, call: ReadyCall, question: ToolQuestion) -> Chunk:
-        """The call's question to the user: its part waits (a preliminary output, written at
-        once), and an ``ask_user`` call asks — in a step of its own after the step's other
-        results (so that a client sending when the last step's calls are all answered sends
-        once the question is); the turn ends there."""
-        self.loop.asked()
-        ask_id = f"{call.call_id}{ASK_SUFFIX}{uuid.uuid4().hex[:8]}"  # one per question
-        elicitation = {
-            "toolCallId": call.call_id,
-            "toolName": call.name,
-            "arguments": _arguments(call),
-            "key": question.key,
-            "requestState": question.state,
-        }
-        form = elicitation_question(question.message, question.schema, elicitation)
-        elicitation["signature"] = elicitation_signature(self.parts.question_secret, ask_id, form)
-        self._questions.append(
-            {
-                "type": "tool-input-available",
-                "toolCallId": ask_id,
-                "toolName": QUESTION_TOOL,
-                "input": form,
-            }
-        )
-        return _preliminary(call.call_id, {"question": question.message})
-
     def _reported(self) -> list[Chunk]:
         """The progress reports not written yet, as preliminary outputs."""
         reports, self._progress = self._progress, {}
         self._progress_due = self.clock() + PROGRESS_INTERVAL
-        return [_preliminary(call_id, report) for call_id, report in reports.items()]
+        return [preliminary(call_id, report) for call_id, report in reports.items()]
 
     # -- between model calls -------------------------------------------------------------------
 
     async def _next_step(self, write: Write) -> None:
-        self.phase = LoopPhase.RESULTS
+        self.loop.model_finished()
         if not await self._results(write):
             return  # stopped: the run loop writes the ending
         ended = self.steps.ended
@@ -274,7 +209,6 @@ class AgentDriver(TurnDriver):
         if ending is not None:
             await self._write(write, encode_chunks(self.turn.close(ending)))
             return
-        self.phase = LoopPhase.CALLING
         await self._write(write, encode_chunks(self.turn.emit([{"type": "finish-step"}])))
         await self._open_model(write)
 
@@ -288,11 +222,10 @@ class AgentDriver(TurnDriver):
             await self._write(write, encode_chunks(self.turn.emit([{"type": "start-step"}])))
         if not await self._results(write):
             return  # stopped: the run loop writes the ending
-        step = CloseRequest(CloseReason.COMPLETED, finish_reason="tool-calls")
-        if self.loop.waiting and (ending := self.loop.step_ended(step)) is not None:
+        ending = self.loop.approved_ran()
+        if ending is not None:
             await self._write(write, encode_chunks(self.turn.close(ending)))  # asked again
             return
-        self.phase = LoopPhase.CALLING
         await self._open_model(write)
 
     async def _open_model(self, write: Write) -> None:
@@ -311,7 +244,7 @@ class AgentDriver(TurnDriver):
         await previous.aclose()
         self.upstream = upstream
         self.steps.next_step(self.parts.translator())
-        self.phase = LoopPhase.STREAMING
+        self.loop.model_called()
         self.deadlines.event(self.clock())  # the tools' time is not the model's silence
 
     async def _results(self, write: Write) -> bool:
@@ -344,10 +277,8 @@ class AgentDriver(TurnDriver):
                     del self._running[call_id]
                     self._progress.pop(call_id, None)
                     call, outcome = task.result()
-                    if outcome.asks is None:
-                        chunks.append(_result_chunk(call_id, outcome))
-                    else:
-                        chunks.append(self._ask(call, outcome.asks))
+                    chunks.append(self.loop.result(call, outcome))
+                    if outcome.asks is not None:
                         asking.append(call_id)
             if self._progress and self.clock() >= self._progress_due:
                 chunks += self._reported()
@@ -361,10 +292,9 @@ class AgentDriver(TurnDriver):
                 self.deadlines.wrote(self.clock())
         if self.stop_request is not None:
             return False
-        if self._questions:  # in a step of their own (see _ask)
-            questions, self._questions = self._questions, []
-            step = [{"type": "finish-step"}, {"type": "start-step"}, *questions]
-            await self._write(write, encode_chunks(self.turn.emit(step)))
+        questions = self.loop.questions()
+        if questions:
+            await self._write(write, encode_chunks(self.turn.emit(questions)))
         return True
 
     def _message(self) -> dict[str, Any]:
@@ -382,19 +312,3 @@ class AgentDriver(TurnDriver):
 
 def _arguments(call: ReadyCall) -> dict[str, Any]:
     return call.input if isinstance(call.input, dict) else {}
-
-
-def _preliminary(call_id: str, output: Any) -> Chunk:
-    """A running call's output so far (its progress, its question): its result replaces it."""
-    return {
-        "type": "tool-output-available",
-        "toolCallId": call_id,
-        "output": output,
-        "preliminary": True,
-    }
-
-
-def _result_chunk(call_id: str, outcome: Any) -> Chunk:
-    if outcome.error is not None:
-        return {"type": "tool-output-error", "toolCallId": call_id, "errorText": outcome.error}
-    return {"type": "tool-output-available", "toolCallId": call_id, "output": outcome.output}

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import hmac
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -38,11 +39,17 @@ from chunkbridge.protocol_specs.elicitation import (
     is_elicitation_question,
 )
 from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL
-from chunkbridge.translators.core.agent_loop import AgentLoop, ToolPolicy
+from chunkbridge.translators.core.agent_loop import AgentLoop, Ids, ToolPolicy
 from chunkbridge.translators.core.steps import ReadyCall
 from chunkbridge.translators.core.turn import EventTranslator
 
-__all__ = ["AgentSetup", "agent_setup"]
+__all__ = ["AgentSetup", "agent_setup", "random_ids"]
+
+
+def random_ids(kind: str) -> str:
+    """``<kind>-<16 hex digits>``: ids of a loop turn's approvals and questions, unique among a
+    chat's turns without coordination between instances."""
+    return f"{kind}-{uuid.uuid4().hex[:16]}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +114,7 @@ class AgentSetup:
         approved: list[ReadyCall] | None,
         question_secret: str,
         trace: TurnTrace | NoTrace = NO_TRACE,
+        ids: Ids = random_ids,
     ) -> LoopParts:
         """What the driver of one loop turn needs (see the module for the next requests)."""
         request = turn_input.request
@@ -119,13 +127,18 @@ class AgentSetup:
             return await connector.open(step_input, trace.upstream_call(forward))
 
         return LoopParts(
-            loop=AgentLoop(self.policy, self.max_steps),
+            loop=AgentLoop(
+                self.policy,
+                self.max_steps,
+                ids=ids,
+                question_secret=question_secret,
+                resumed=approved is not None,
+            ),
             tools=self.tools,
             open_step=open_step,
             translator=translator,
             approved=approved,
             concurrency=self.concurrency,
-            question_secret=question_secret,
             trace=trace,
         )
 

@@ -22,18 +22,76 @@ AI SDK's own loop (``streamText`` with ``stopWhen: stepCountIs(n)``):
 
 Why a turn ended goes into ``finish.messageMetadata`` (``agentLoop``: ``ending``, ``steps``,
 and each step's finishReason and usage) beside the usage summed over the steps (``usage``).
+
+The loop also holds where the turn is (:class:`LoopPhase`, so that a run cut short — its client
+gone, the turn going on detached — picks up where it was) and builds what it adds to the
+stream: approval requests, results, progress, and the questions gateway calls ask (an MCP
+elicitation: ``protocol_specs/elicitation.py``), with ids from an injected factory — so a loop
+turn's output is as deterministic as its model's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum, StrEnum
-from typing import Any
+from typing import Any, Protocol
 
+from chunkbridge.protocol_specs.elicitation import (
+    ASK_SUFFIX,
+    elicitation_question,
+    elicitation_signature,
+)
+from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL
 from chunkbridge.translators.core.closing import CloseReason, CloseRequest
+from chunkbridge.translators.core.steps import ReadyCall
 
-__all__ = ["AgentLoop", "CallKind", "LoopEnding", "ToolPolicy", "sum_usage"]
+__all__ = [
+    "AgentLoop",
+    "CallKind",
+    "LoopEnding",
+    "LoopPhase",
+    "Outcome",
+    "ToolPolicy",
+    "preliminary",
+    "sum_usage",
+]
+
+Chunk = dict[str, Any]
+#: ``ids(kind) -> id``, unique among the turns of a chat (the gateway's are random).
+Ids = Callable[[str], str]
+
+
+class Question(Protocol):
+    """A call's question to the user (the gateway's ``ToolQuestion``)."""
+
+    key: str
+    message: str
+    schema: dict[str, Any]
+    state: str | None
+
+
+class Outcome(Protocol):
+    """A call's result (the gateway's ``ToolOutcome``): an output, an error, or a question."""
+
+    output: Any
+    error: str | None
+    asks: Question | None
+
+
+class LoopPhase(Enum):
+    """Where a loop turn is."""
+
+    #: The model's step streams.
+    STREAMING = "streaming"
+    #: A continuation's approved (or answered) calls run before the first model call.
+    APPROVED = "approved"
+    #: The step's calls run; their results are written as they come, then the loop decides.
+    RESULTS = "results"
+    #: The loop calls the model again: its stream is being opened.
+    CALLING = "calling"
+    #: The turn ended (:attr:`AgentLoop.ending` says why, when the loop ended it).
+    ENDED = "ended"
 
 
 class CallKind(Enum):
@@ -89,11 +147,26 @@ def sum_usage(total: dict[str, int], usage: Any) -> None:
 class AgentLoop:
     """The decisions of one loop turn (see the module). Steps are counted from 1."""
 
-    def __init__(self, policy: ToolPolicy, max_steps: int) -> None:
+    def __init__(
+        self,
+        policy: ToolPolicy,
+        max_steps: int,
+        *,
+        ids: Ids,
+        question_secret: str = "",
+        resumed: bool = False,
+    ) -> None:
+        """``resumed``: a continuation whose approved (or answered) gateway calls run first;
+        ``question_secret`` signs the questions gateway calls ask (their answers must match)."""
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
         self.policy = policy
         self.max_steps = max_steps
+        self.ids = ids
+        self.question_secret = question_secret
+        self.phase = LoopPhase.APPROVED if resumed else LoopPhase.STREAMING
+        #: The questions of this step's calls, asked once every call of it is done.
+        self._questions: list[Chunk] = []
         #: The model call in progress (1 for the first).
         self.step = 1
         #: Each finished step's finishReason and usage, in order.
@@ -105,6 +178,75 @@ class AgentLoop:
         self._approvals = 0
         self._app = 0
         self.ending: LoopEnding | None = None
+
+    def dispatch(self, calls: list[ReadyCall]) -> tuple[list[ReadyCall], list[Chunk]]:
+        """Completed calls of the current step: those to run now, and what the stream says of
+        the others (an approval request; a made-up tool's error result)."""
+        run: list[ReadyCall] = []
+        out: list[Chunk] = []
+        for call in calls:
+            kind = self.call(call.name, batched=call.batched)
+            if kind is CallKind.RUN:
+                run.append(call)
+            elif kind is CallKind.APPROVE:
+                approval_id = self.ids("approval")
+                out.append(
+                    {
+                        "type": "tool-approval-request",
+                        "approvalId": approval_id,
+                        "toolCallId": call.call_id,
+                    }
+                )
+            elif kind is CallKind.UNKNOWN:  # never run: the model reads why
+                out.append(_error(call.call_id, f"there is no tool named {call.name!r}"))
+        return run, out
+
+    def result(self, call: ReadyCall, outcome: Outcome) -> Chunk:
+        """A run call's outcome as its part shows it: its output or error; or, when it asks the
+        user, a preliminary output while the question waits (:meth:`questions`)."""
+        if outcome.asks is not None:
+            return self._ask(call, outcome.asks)
+        if outcome.error is not None:
+            return _error(call.call_id, outcome.error)
+        return {
+            "type": "tool-output-available",
+            "toolCallId": call.call_id,
+            "output": outcome.output,
+        }
+
+    def questions(self) -> list[Chunk]:
+        """The step's questions, in a step of their own after its other results (so that a
+        client sending when the last step's calls are all answered sends once the question
+        is); none: ``[]``."""
+        if not self._questions:
+            return []
+        questions, self._questions = self._questions, []
+        return [{"type": "finish-step"}, {"type": "start-step"}, *questions]
+
+    def _ask(self, call: ReadyCall, question: Question) -> Chunk:
+        """The call waits on the user: an ``ask_user`` call asks, signed, in a step of its own
+        (see :meth:`questions`); the turn ends after the step."""
+        self.asked()
+        arguments = call.input if isinstance(call.input, dict) else {}
+        ask_id = f"{call.call_id}{ASK_SUFFIX}{self.ids('ask')}"  # one per question
+        elicitation = {
+            "toolCallId": call.call_id,
+            "toolName": call.name,
+            "arguments": arguments,
+            "key": question.key,
+            "requestState": question.state,
+        }
+        form = elicitation_question(question.message, question.schema, elicitation)
+        elicitation["signature"] = elicitation_signature(self.question_secret, ask_id, form)
+        self._questions.append(
+            {
+                "type": "tool-input-available",
+                "toolCallId": ask_id,
+                "toolName": QUESTION_TOOL,
+                "input": form,
+            }
+        )
+        return preliminary(call.call_id, {"question": question.message})
 
     def call(self, name: str, *, batched: bool = False) -> CallKind:
         """A tool call of the current step is complete (its input is known): what to do. A
@@ -131,6 +273,26 @@ class AgentLoop:
         ends after the step, as for the app's tools; the continuation calls it again."""
         self._app += 1
 
+    def turn_ended(self) -> None:
+        """The turn ended, whatever ended it (the loop, a stop, a timeout, the model's error)."""
+        self.phase = LoopPhase.ENDED
+
+    def model_finished(self) -> None:
+        """The model completed its step: the step's calls' results come next."""
+        self.phase = LoopPhase.RESULTS
+
+    def model_called(self) -> None:
+        """The next model call's stream is open: the next step streams."""
+        self.phase = LoopPhase.STREAMING
+
+    def approved_ran(self) -> CloseRequest | None:
+        """A continuation's approved calls have their results: ``None`` to call the model,
+        else the turn's ending (a call asked the user again)."""
+        if self.waiting:
+            return self.step_ended(CloseRequest(CloseReason.COMPLETED, finish_reason="tool-calls"))
+        self.phase = LoopPhase.CALLING
+        return None
+
     def step_ended(self, request: CloseRequest) -> CloseRequest | None:
         """The model completed the current step with ``request`` (its finishReason and
         metadata), and every call run here has its result: ``None`` to call the model again,
@@ -153,8 +315,10 @@ class AgentLoop:
         else:
             self.step += 1
             self._answered = self._approvals = self._app = 0
+            self.phase = LoopPhase.CALLING
             return None
         self.ending = ending
+        self.phase = LoopPhase.ENDED
         finish_reason = request.finish_reason
         if ending is not LoopEnding.DONE and finish_reason in (None, "stop"):
             finish_reason = "tool-calls"  # the message ends with calls, not an answer
@@ -165,3 +329,17 @@ class AgentLoop:
         return CloseRequest(
             CloseReason.COMPLETED, finish_reason=finish_reason, message_metadata=merged
         )
+
+
+def preliminary(call_id: str, output: Any) -> Chunk:
+    """A running call's output so far (its progress, its question): its result replaces it."""
+    return {
+        "type": "tool-output-available",
+        "toolCallId": call_id,
+        "output": output,
+        "preliminary": True,
+    }
+
+
+def _error(call_id: str, text: str) -> Chunk:
+    return {"type": "tool-output-error", "toolCallId": call_id, "errorText": text}

@@ -121,7 +121,7 @@ def test_what_the_loop_adds_to_the_stream_is_the_same_every_time() -> None:
     assert first[2] == {"type": "tool-output-available", "toolCallId": "c1", "output": 2}
     assert first[3]["preliminary"] is True
     ask = first[-1]
-    assert ask["toolCallId"] == "c4-ask-ask-1" and ask["toolName"] == "ask_user"
+    assert ask["toolCallId"] == "c4-ask-1" and ask["toolName"] == "ask_user"
     assert [c["type"] for c in first[4:6]] == ["finish-step", "start-step"]
     ending = loop.step_ended(completed())  # the question ends the turn for the app to answer
     assert ending is not None and loop.phase is LoopPhase.ENDED

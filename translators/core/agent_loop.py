@@ -228,7 +228,7 @@ class AgentLoop:
         (see :meth:`questions`); the turn ends after the step."""
         self.asked()
         arguments = call.input if isinstance(call.input, dict) else {}
-        ask_id = f"{call.call_id}{ASK_SUFFIX}{self.ids('ask')}"  # one per question
+        ask_id = self.ids(call.call_id + ASK_SUFFIX.rstrip("-"))  # <call>-ask-<n>: one per question
         elicitation = {
             "toolCallId": call.call_id,
             "toolName": call.name,

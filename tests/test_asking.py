@@ -239,6 +239,22 @@ def test_the_asks_in_passing_recording_keeps_every_word_for_ai_5_6_7(real_client
 
 
 @pytest.mark.conformance
+def test_a_question_asked_mid_sentence_leaves_the_sentence_whole_for_ai_5_6_7(real_clients) -> None:
+    """The text part stays open across the question's part: the client shows the agent's
+    sentence as one text, the question after it (a tool call of the agent still closes it)."""
+    recording = FIXTURES / "agent-ops-v2" / "question-mid-sentence.jsonl"
+    sentence = "I will name the module parser for now, and rename it if you prefer another."
+    for target in (5, 6, 7):
+        body = replay_file("agent-ops-v2", recording, target=target)
+        verdict = real_clients.check(body, majors=(target,))[target]
+        assert verdict.ok and verdict.finish_reason == "tool-calls", (target, verdict.fatal)
+        kinds = [p["type"] for p in verdict.message["parts"] if p["type"] != "step-start"]
+        assert kinds == ["text", "tool-ask_user"], target
+        assert verdict.parts("text")[0]["text"] == sentence, target
+        assert verdict.parts("tool-ask_user")[0]["state"] == "input-available"
+
+
+@pytest.mark.conformance
 @pytest.mark.looptime(False)
 async def test_the_demo_asks_in_passing_on_cue_and_answers_all_the_same(real_clients) -> None:
     from chunkbridge.translators.dialects.agent_ops_v2.demo import DEMO_AFTER_TOOL

@@ -255,11 +255,8 @@ class AgentOpsV2Translator(Translator):
         if not isinstance(question_id, str) or not question_id:
             question_id = self.ids("question")
         data = {k: v for k, v in event.items() if k != "type"}
-        return [
-            *self.end_parts(),
-            *self.question(question_id, data),
-            self.await_answer(),
-        ]
+        # the text part stays open: an agent asking in passing goes on with its sentence
+        return [*self.question(question_id, data), self.await_answer()]
 
     def _on_status(self, event: dict[str, Any]) -> Sequence[Item]:
         data = {k: v for k, v in event.items() if k != "type"}

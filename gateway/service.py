@@ -268,14 +268,14 @@ class Gateway:
                     metrics.approvals.labels("refused").inc(len(answers))
                     trace.event("chunkbridge.approval.refused", {"reason": exc.client_message})
                     raise
-                approved = None
+                released = None
                 try:
-                    # approved (or answered) gateway calls run before the model hears of them
+                    # released gateway calls (approved, answered) run before the model hears of them
                     if agent is not None:
-                        approved = agent.approved_calls(answers, answered, self.question_secret)
+                        released = agent.released_calls(answers, answered, self.question_secret)
                         model_request = agent.model_view(chat_request)
                         turn_input = dataclasses.replace(turn_input, request=model_request)
-                    if approved is None:
+                    if released is None:
                         headers = trace.upstream_call(forward)
                         upstream = await self.connector.open(turn_input, headers)
                     else:
@@ -314,7 +314,7 @@ class Gateway:
                 denied_calls=[a.tool_call_id for a in answers if not a.approved],
                 sign_approval=functools.partial(approval_signature, secret) if secret else None,
                 on_approval=functools.partial(issue_approval, approvals, metrics, session_id),
-                steps=None if agent is None else agent.names,
+                gateway_tools=None if agent is None else agent.names,
                 assemble=wanted,
                 continued=continued,
             ),
@@ -344,7 +344,7 @@ class Gateway:
                 self.connector,
                 forward,
                 functools.partial(self.dialect.translator, translator_options),
-                approved,
+                released,
                 self.question_secret,
                 trace,
             )

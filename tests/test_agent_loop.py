@@ -130,8 +130,8 @@ def test_what_the_loop_adds_to_the_stream_is_the_same_every_time() -> None:
 
 def test_the_loop_holds_its_phase() -> None:
     loop = AgentLoop(ToolPolicy({"add": False}), 3, ids=counter_ids(), resumed=True)
-    assert loop.phase is LoopPhase.APPROVED
-    assert loop.approved_ran() is None and loop.phase is LoopPhase.CALLING
+    assert loop.phase is LoopPhase.RELEASED
+    assert loop.released_ran() is None and loop.phase is LoopPhase.CALLING
     loop.model_called()
     assert loop.phase is LoopPhase.STREAMING
     loop.call("add")

@@ -1,7 +1,7 @@
 """The agent loop's shell: a turn driver that runs the gateway's tools between model calls.
 
 :class:`AgentDriver` is a :class:`~chunkbridge.gateway.turn.driver.TurnDriver` whose turn is
-step-wise (``TurnOptions.steps``). The decisions are the sans-I/O
+step-wise (``TurnOptions.gateway_tools``). The decisions are the sans-I/O
 :class:`~chunkbridge.translators.core.agent_loop.AgentLoop`'s; this class only carries them out:
 
 * a tool call the model completed is dispatched before the bytes that announce it are written
@@ -75,16 +75,16 @@ class LoopParts:
     #: A fresh translator for the next model call's stream.
     translator: Callable[[], EventTranslator]
     #: A continuation that answered approvals of gateway tools or their questions: the calls
-    #: approved or answered, which run before the first model call (the denied ones are
+    #: approved or answered (released), which run before the first model call (the denied ones are
     #: reported first); ``None``: no answers.
-    approved: Sequence[ReadyCall] | None = None
+    released: Sequence[ReadyCall] | None = None
     concurrency: int = 8
     #: The turn's trace: a span per model call and per tool call.
     trace: TurnTrace | NoTrace = NO_TRACE
 
 
 class NotOpened:
-    """The upstream of a turn that runs approved calls before its first model call."""
+    """The upstream of a turn that runs released calls before its first model call."""
 
     async def recv(self) -> str | bytes | None:
         raise UpstreamEnded
@@ -116,8 +116,8 @@ class AgentDriver(TurnDriver):
         counters: Totals | None = None,
     ) -> None:
         super().__init__(upstream, turn, settings, started=started, counters=counters)
-        assert turn.steps is not None, "an agent turn is step-wise"
-        self.steps = turn.steps
+        assert turn.step_join is not None, "an agent turn is step-wise"
+        self.join = turn.step_join
         self.parts = parts
         self.loop = parts.loop
         self._limit = asyncio.Semaphore(parts.concurrency)
@@ -128,8 +128,8 @@ class AgentDriver(TurnDriver):
         self._progress: dict[str, dict[str, Any]] = {}
         self._progressed = asyncio.Event()
         self._progress_due = 0.0
-        #: A continuation's approved calls, until they are started (then ``None``).
-        self._approved = None if parts.approved is None else list(parts.approved)
+        #: A continuation's released calls, until they are started (then ``None``).
+        self._released = None if parts.released is None else list(parts.released)
 
     def stop(self, request: CloseRequest) -> None:
         super().stop(request)
@@ -142,8 +142,8 @@ class AgentDriver(TurnDriver):
     async def run(self, write: Write) -> None:
         try:
             phase = self.loop.phase
-            if phase is LoopPhase.APPROVED:
-                await self._run_approved(write)
+            if phase is LoopPhase.RELEASED:
+                await self._run_released(write)
             elif phase is LoopPhase.RESULTS:
                 await self._next_step(write)
             elif phase is LoopPhase.CALLING:
@@ -158,8 +158,8 @@ class AgentDriver(TurnDriver):
     # -- dispatch: a completed call starts before its bytes are written ------------------------
 
     async def _write(self, write: Write, body: bytes) -> None:
-        if self.steps.ready:
-            body += encode_chunks(self.turn.emit(self._dispatch(self.steps.take_ready())))
+        if self.join.ready:
+            body += encode_chunks(self.turn.emit(self._dispatch(self.join.take_ready())))
         if self._progress and not self.turn.done:
             body += encode_chunks(self.turn.emit(self._reported()))
         await super()._write(write, body)
@@ -202,7 +202,7 @@ class AgentDriver(TurnDriver):
         self.loop.model_finished()
         if not await self._results(write):
             return  # stopped: the run loop writes the ending
-        ended = self.steps.ended
+        ended = self.join.ended
         assert ended is not None
         self.parts.trace.upstream_ended(ended.message_metadata, ended.finish_reason)
         ending = self.loop.step_ended(ended)
@@ -212,17 +212,17 @@ class AgentDriver(TurnDriver):
         await self._write(write, encode_chunks(self.turn.emit([{"type": "finish-step"}])))
         await self._open_model(write)
 
-    async def _run_approved(self, write: Write) -> None:
+    async def _run_released(self, write: Write) -> None:
         """A continuation's answered approvals: the denials and the approved calls' results (in
         the step the model's answer goes on in), then the first model call."""
-        if self._approved is not None:  # started once, before their step is written
-            calls, self._approved = self._approved, None
+        if self._released is not None:  # started once, before their step is written
+            calls, self._released = self._released, None
             for call in calls:
                 self._start(call)
             await self._write(write, encode_chunks(self.turn.emit([{"type": "start-step"}])))
         if not await self._results(write):
             return  # stopped: the run loop writes the ending
-        ending = self.loop.approved_ran()
+        ending = self.loop.released_ran()
         if ending is not None:
             await self._write(write, encode_chunks(self.turn.close(ending)))  # asked again
             return
@@ -243,7 +243,7 @@ class AgentDriver(TurnDriver):
             return
         await previous.aclose()
         self.upstream = upstream
-        self.steps.next_step(self.parts.translator())
+        self.join.next_step(self.parts.translator())
         self.loop.model_called()
         self.deadlines.event(self.clock())  # the tools' time is not the model's silence
 

@@ -60,15 +60,15 @@ class AgentSetup:
     tools: ToolSources
     max_steps: int
     concurrency: int
-    #: The gateway's tool names (every loop turn's ``TurnOptions.steps``).
+    #: The gateway's tool names (every loop turn's ``TurnOptions.gateway_tools``).
     names: frozenset[str]
     #: Some gateway tool waits for the app's approval.
     asks: bool
 
-    def approved_calls(
+    def released_calls(
         self, answers: Sequence[ApprovalAnswer], answered: Sequence[AnsweredCall], secret: str
     ) -> list[ReadyCall] | None:
-        """The calls of gateway tools a continuation lets go on, to run first: the approved
+        """The calls of gateway tools a continuation releases, to run first: the approved
         ones, and those made again with the answer to their question (whose signature must
         verify: :class:`BadRequest` otherwise); ``None`` when it answered none of them."""
         ours = [a for a in answers if a.tool_name in self.policy.gateway]
@@ -111,7 +111,7 @@ class AgentSetup:
         connector: Connector,
         forward: dict[str, str],
         translator: Callable[[], EventTranslator],
-        approved: list[ReadyCall] | None,
+        released: list[ReadyCall] | None,
         question_secret: str,
         trace: TurnTrace | NoTrace = NO_TRACE,
         ids: Ids = random_ids,
@@ -132,12 +132,12 @@ class AgentSetup:
                 self.max_steps,
                 ids=ids,
                 question_secret=question_secret,
-                resumed=approved is not None,
+                resumed=released is not None,
             ),
             tools=self.tools,
             open_step=open_step,
             translator=translator,
-            approved=approved,
+            released=released,
             concurrency=self.concurrency,
             trace=trace,
         )

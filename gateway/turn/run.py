@@ -304,7 +304,7 @@ class TurnRun:
         if trace is NO_TRACE:
             return
         closed_by = driver.turn.closed_by
-        if closed_by is not None and driver.turn.steps is None:  # one model call: it ended
+        if closed_by is not None and driver.turn.step_join is None:  # one model call: it ended
             trace.upstream_ended(closed_by.message_metadata, report["finish_reason"])
         first_event = driver.deadlines.first_event_at
         trace.end(

@@ -84,8 +84,9 @@ class LoopPhase(Enum):
 
     #: The model's step streams.
     STREAMING = "streaming"
-    #: A continuation's approved (or answered) calls run before the first model call.
-    APPROVED = "approved"
+    #: The calls a continuation released — approved, or answered (their questions) — run
+    #: before the first model call.
+    RELEASED = "released"
     #: The step's calls run; their results are written as they come, then the loop decides.
     RESULTS = "results"
     #: The loop calls the model again: its stream is being opened.
@@ -156,7 +157,8 @@ class AgentLoop:
         question_secret: str = "",
         resumed: bool = False,
     ) -> None:
-        """``resumed``: a continuation whose approved (or answered) gateway calls run first;
+        """``resumed``: a continuation whose released gateway calls (approved, or answered) run
+        first;
         ``question_secret`` signs the questions gateway calls ask (their answers must match)."""
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
@@ -164,13 +166,13 @@ class AgentLoop:
         self.max_steps = max_steps
         self.ids = ids
         self.question_secret = question_secret
-        self.phase = LoopPhase.APPROVED if resumed else LoopPhase.STREAMING
+        self.phase = LoopPhase.RELEASED if resumed else LoopPhase.STREAMING
         #: The questions of this step's calls, asked once every call of it is done.
         self._questions: list[Chunk] = []
         #: The model call in progress (1 for the first).
         self.step = 1
         #: Each finished step's finishReason and usage, in order.
-        self.steps: list[dict[str, Any]] = []
+        self.step_reports: list[dict[str, Any]] = []
         self.usage: dict[str, int] = {}
         #: Per step: calls answered here (run, or refused as unknown), approvals asked, calls
         #: left to the app.
@@ -285,8 +287,8 @@ class AgentLoop:
         """The next model call's stream is open: the next step streams."""
         self.phase = LoopPhase.STREAMING
 
-    def approved_ran(self) -> CloseRequest | None:
-        """A continuation's approved calls have their results: ``None`` to call the model,
+    def released_ran(self) -> CloseRequest | None:
+        """A continuation's released calls have their results: ``None`` to call the model,
         else the turn's ending (a call asked the user again)."""
         if self.waiting:
             return self.step_ended(CloseRequest(CloseReason.COMPLETED, finish_reason="tool-calls"))
@@ -303,7 +305,7 @@ class AgentLoop:
         step: dict[str, Any] = {"finishReason": request.finish_reason or "stop"}
         if isinstance(usage, dict):
             step["usage"] = usage
-        self.steps.append(step)
+        self.step_reports.append(step)
         if self._app:
             ending = LoopEnding.APP_TOOLS
         elif self._approvals:
@@ -325,7 +327,7 @@ class AgentLoop:
         merged = {k: v for k, v in metadata.items() if k != "usage"}
         if self.usage:
             merged["usage"] = dict(self.usage)
-        merged["agentLoop"] = {"ending": ending.value, "steps": self.steps}
+        merged["agentLoop"] = {"ending": ending.value, "steps": self.step_reports}
         return CloseRequest(
             CloseReason.COMPLETED, finish_reason=finish_reason, message_metadata=merged
         )

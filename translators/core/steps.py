@@ -3,7 +3,7 @@
 A loop turn (:mod:`chunkbridge.translators.core.agent_loop`) calls the model once per step, and
 each call is a whole provider stream that opens and ends an answer of its own. The client must
 see one message: :class:`StepJoin` sits between the dialect's translator and the stream guard of
-one :class:`~chunkbridge.translators.core.turn.Turn` (``TurnOptions.steps``) and, for each
+one :class:`~chunkbridge.translators.core.turn.Turn` (``TurnOptions.gateway_tools``) and, for each
 step's translator in turn (:meth:`StepJoin.next_step`):
 
 * keeps the answer's end back — the completing

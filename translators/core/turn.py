@@ -101,7 +101,7 @@ class TurnOptions:
     #: Told of every approval the stream requests (the gateway's ledger).
     on_approval: ApprovalHook | None = None
     #: A step-wise turn (the agent loop, :class:`StepJoin`): the tools the gateway runs.
-    steps: frozenset[str] | None = None
+    gateway_tools: frozenset[str] | None = None
     #: Build the message the client builds (:attr:`Turn.assembler`), as the chunks are made.
     assemble: bool = False
     #: The assistant message this turn continues, as the client has it (the assembler's start).
@@ -123,12 +123,13 @@ class Turn:
             denied_calls=options.denied_calls,
             sign_approval=options.sign_approval,
             on_approval=options.on_approval,
-            runs_here=options.steps or frozenset(),
+            runs_here=options.gateway_tools or frozenset(),
         )
-        #: The agent loop's view of the model's steps (``TurnOptions.steps``), else ``None``.
-        self.steps: StepJoin | None = None
-        if options.steps is not None:
-            translator = self.steps = StepJoin(translator, options.steps, self.guard)
+        #: The agent loop's view of the model's steps (``TurnOptions.gateway_tools``), else
+        #: ``None``.
+        self.step_join: StepJoin | None = None
+        if options.gateway_tools is not None:
+            translator = self.step_join = StepJoin(translator, options.gateway_tools, self.guard)
         self.translator = translator
         #: The message as the client builds it from what this turn wrote (``assemble``): the
         #: turn's one assembler, read by the agent loop, the transcript and resume.
@@ -327,7 +328,8 @@ class Turn:
         return out
 
     def _step_completed(self) -> bool:  # a step-wise turn's model step: the turn goes on
-        return self.steps is not None and self.steps.ended is not None and not self.guard.finished
+        join = self.step_join
+        return join is not None and join.ended is not None and not self.guard.finished
 
     def _set_prefix(self, text_id: str | None) -> None:
         self._prefix_id = text_id

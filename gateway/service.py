@@ -5,17 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
-import functools
 import secrets
 import time
-import uuid
 from typing import Any, Literal
 
 from pydantic import ValidationError
 
 from chunkbridge.gateway.config import ConfigError, GatewayConfig, HistoryMode
-from chunkbridge.gateway.errors import BadRequest, GatewayError
 from chunkbridge.gateway.logging import get_logger
 from chunkbridge.gateway.metrics import Metrics
 from chunkbridge.gateway.registry import UnknownDialect, get_dialect, registry
@@ -24,25 +20,16 @@ from chunkbridge.gateway.stores.writer import TranscriptWriter
 from chunkbridge.gateway.telemetry import NO_TRACE, NoTrace, Telemetry, TurnTrace
 from chunkbridge.gateway.tools import ToolSources
 from chunkbridge.gateway.transports.connectors import Connector, connector_for
-from chunkbridge.gateway.turn.agent import AgentDriver, NotOpened
 from chunkbridge.gateway.turn.agent_setup import AgentSetup, agent_setup
-from chunkbridge.gateway.turn.answers import QuestionAnswer, claim_answers, issue_approval
-from chunkbridge.gateway.turn.driver import DriverSettings, TurnDriver
-from chunkbridge.gateway.turn.run import OpenTurns, TurnRun
-from chunkbridge.gateway.turn.transcript import TurnTranscript, stored_request
+from chunkbridge.gateway.turn.driver import DriverSettings
+from chunkbridge.gateway.turn.opening import admit, assemble, connect, delivered
+from chunkbridge.gateway.turn.run import OpenTurns, RunServices, TurnRun
 from chunkbridge.kit import (
     Dialect,
-    RequestRejected,
     TranslatorOptions,
-    TurnInput,
     UnknownEventPolicy,
-    counter_ids,
 )
 from chunkbridge.protocol_specs.chat_request import ChatRequest
-from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL, approval_signature
-from chunkbridge.translators.core.message_replay import replay_chunks
-from chunkbridge.translators.core.sse_codec import encode_chunks
-from chunkbridge.translators.core.turn import Turn, TurnOptions
 
 __all__ = ["Gateway"]
 
@@ -112,6 +99,8 @@ class Gateway:
             else "full"
         )
         self.connector: Connector = connector_for(dialect, config)
+        #: What every turn's run shares.
+        self.run_services = RunServices(self.stores.approvals, self.metrics, config.on_disconnect)
         self.driver_settings = DriverSettings(
             first_event_timeout=config.first_event_timeout,
             idle_timeout=config.idle_timeout,
@@ -218,157 +207,31 @@ class Gateway:
         started: float,
         log: Any,
     ) -> TurnRun:
-        """Start one turn upstream: the session's turn held, the answers in the request
-        checked and claimed, the upstream opened. Raises before anything is streamed (the
-        caller answers the error); the :class:`TurnRun` it returns owns the turn from here."""
-        config, metrics, agent = self.config, self.metrics, self.agent
-        approvals = self.stores.approvals
-        secret = self.approval_secret
+        """Start one turn upstream (:mod:`chunkbridge.gateway.turn.opening`: admit, connect,
+        assemble). Raises before anything is streamed (the caller answers the error); the
+        :class:`TurnRun` it returns owns the turn from here."""
         trace: TurnTrace | NoTrace = NO_TRACE
         if self.telemetry is not None:
             trace = self.telemetry.turn(session_id, request_id)
         try:
-            self.turns.hold(session_id, config.max_turns_per_session)
+            admission = await admit(self, chat_request, session_id, trace)
         except BaseException as exc:
             trace.failed(exc)
             raise
-        resume = self.stores.resume if chat_request.id else None  # no chat id: not resumable
-        member = ""
         try:
-            if resume is not None:  # the rule across instances (redis); a no-op in one process
-                member = await resume.acquire_turn(session_id, config.max_turns_per_session)
-            run_id = uuid.uuid4().hex
-            transcripts = self.stores.transcripts
-            continued: dict[str, Any] | None = None
-            if transcripts is not None and self.stored_history:
-                chat_request, continued = await stored_request(
-                    transcripts, chat_request, session_id, config.store_max_messages
-                )
-            if not chat_request.id:
-                transcripts = None  # nothing to file it under
-            # the message a continuation continues: resumed, stored, or built on by the loop
-            wanted = resume is not None or transcripts is not None or agent is not None
-            if wanted and continued is None and (copy := chat_request.continued_message()):
-                continued = copy.model_dump(mode="json", exclude_unset=True)  # the client's
-            turn_input = TurnInput(
-                chat_request, session_id, run_id, self.dialect_settings, self.history
-            )
-            try:
-                answers = turn_input.approval_answers
-                answered = turn_input.answered_calls()
-                questions = [
-                    QuestionAnswer(call.tool_call_id)
-                    for call in answered
-                    if call.tool_name == QUESTION_TOOL
-                ]
-                # the first request with an answer wins; the upstream hears only checked ones
-                try:
-                    await claim_answers(approvals, session_id, answers, questions, secret)
-                except GatewayError as exc:
-                    metrics.approvals.labels("refused").inc(len(answers))
-                    trace.event("chunkbridge.approval.refused", {"reason": exc.client_message})
-                    raise
-                released = None
-                try:
-                    # released gateway calls (approved, answered) run before the model hears of them
-                    if agent is not None:
-                        released = agent.released_calls(answers, answered, self.question_secret)
-                        model_request = agent.model_view(chat_request)
-                        turn_input = dataclasses.replace(turn_input, request=model_request)
-                    if released is None:
-                        headers = trace.upstream_call(forward)
-                        upstream = await self.connector.open(turn_input, headers)
-                    else:
-                        upstream = NotOpened()
-                except BaseException:
-                    if answers or questions:  # it never heard of them: they may come again
-                        await approvals.release(session_id, [*answers, *questions])
-                    raise
-            except RequestRejected as exc:
-                raise BadRequest(exc.client_message) from exc
-            for answer in answers:  # delivered
-                decision = "approved" if answer.approved else "denied"
-                metrics.approvals.labels(decision).inc()
-                trace.event(
-                    f"chunkbridge.approval.{decision}", {"gen_ai.tool.call.id": answer.tool_call_id}
-                )
+            upstream = await connect(self, admission, forward, trace)
         except BaseException as exc:
             trace.failed(exc)
-            self.turns.free(session_id)
-            if resume is not None:
-                await resume.release_turn(session_id, member)
+            await admission.let_go(self)
             raise
-
-        message_id = chat_request.response_message_id() or f"msg_{run_id[:24]}"
-        trace.opened(chat_request.id, message_id)
-        translator_options = self.translator_options
-        if agent is not None:  # one id counter for the turn's model calls
-            translator_options = dataclasses.replace(translator_options, id_factory=counter_ids())
-        turn = Turn(
-            self.dialect.translator(translator_options),
-            TurnOptions(
-                target=config.target,
-                message_id=message_id,
-                mask_errors=config.mask_errors,
-                known_tools=turn_input.known_tool_calls(),
-                denied_calls=[a.tool_call_id for a in answers if not a.approved],
-                sign_approval=functools.partial(approval_signature, secret) if secret else None,
-                on_approval=functools.partial(issue_approval, approvals, metrics, session_id),
-                gateway_tools=None if agent is None else agent.names,
-                assemble=wanted,
-                continued=continued,
-            ),
-        )
-        assembler = turn.assembler
-        transcript = None
-        if transcripts is not None and self.transcript_writer is not None:
-            assert assembler is not None  # (``wanted``)
-            transcript = TurnTranscript(
-                self.transcript_writer,
-                (session_id, chat_request.id),
-                config.target,
-                chat_request,
-                message_id,
-                continued,
-                wait_for_end=self.stored_history,
-                assembler=assembler,
-            )
-            transcript.begin()
-        if agent is None:
-            driver = TurnDriver(
-                upstream, turn, self.driver_settings, started=started, counters=metrics
-            )
-        else:
-            parts = agent.parts(
-                turn_input,
-                self.connector,
-                forward,
-                functools.partial(self.dialect.translator, translator_options),
-                released,
-                self.question_secret,
-                trace,
-            )
-            driver = AgentDriver(
-                upstream, turn, self.driver_settings, parts, started=started, counters=metrics
-            )
-        metrics.requests.labels("200").inc()
-        metrics.active_streams.inc()
-        return TurnRun(
-            driver,
-            key=(session_id, chat_request.id),
+        delivered(self, admission, trace)
+        return assemble(
+            self,
+            admission,
+            upstream,
+            forward,
             request_id=request_id,
-            on_disconnect=config.on_disconnect,
-            turns=self.turns,
-            approvals=approvals,
-            resume=resume,
-            member=member,
-            metrics=metrics,
             log=log,
             started=started,
-            transcript=transcript,
             trace=trace,
-            # a fresh page resuming a continuation rebuilds the message it continues first
-            resume_prefix=b""
-            if continued is None or resume is None
-            else encode_chunks(replay_chunks(continued, config.target)),
         )

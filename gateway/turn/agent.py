@@ -135,6 +135,9 @@ class AgentDriver(TurnDriver):
         super().stop(request)
         self._stopped.set()
 
+    def _unrecorded_model_end(self) -> CloseRequest | None:
+        return None  # each model call's end is recorded as its step ends
+
     async def aclose(self, *, abort: bool = False) -> None:
         self._cancel_calls()  # the client went away: the servers stop their work too
         await super().aclose(abort=abort)

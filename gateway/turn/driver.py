@@ -33,7 +33,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from chunkbridge.gateway.errors import GatewayError, UpstreamTimeout
 from chunkbridge.gateway.transports.base import Upstream, UpstreamEnded
@@ -42,7 +42,7 @@ from chunkbridge.translators.core.deadlines import Deadlines, Due
 from chunkbridge.translators.core.sse_codec import KEEPALIVE_FRAME, encode_chunks
 from chunkbridge.translators.core.turn import Turn
 
-__all__ = ["Counters", "DriverSettings", "Totals", "TurnDriver", "Write"]
+__all__ = ["Counters", "DriverSettings", "Totals", "TurnDriver", "TurnOutcome", "Write"]
 
 #: Frames coalesced into one write at most (bounds one write's size and latency).
 MAX_BATCH = 128
@@ -92,6 +92,35 @@ class Counters:
     chunks_out: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class TurnOutcome:
+    """How a turn went, as its owner reads it (the session's release, the log line, metrics,
+    the trace): one object, whichever driver ran the turn."""
+
+    close_reason: CloseReason | None
+    #: The turn's counts for the log line (:meth:`Turn.report`).
+    report: dict[str, Any]
+    #: The driver ended the turn itself (a stop, a timeout, the client gone).
+    abandoned: bool
+    timeout: Due | None
+    upstream_error: GatewayError | None
+    internal_error: Exception | None
+    #: The questions the turn asked and left for the app to answer.
+    open_questions: list[str]
+    first_event_at: float | None
+    first_write_at: float | None
+    chunks: int
+    bytes: int
+    #: The end of the model call whose end no one recorded yet (the trace's last span).
+    model_end: CloseRequest | None
+
+    @property
+    def must_abort(self) -> bool:
+        """The upstream must hear the abort frame: the gateway ended the turn itself, or our
+        own bug did."""
+        return self.abandoned or self.internal_error is not None
+
+
 class TurnDriver:
     """Drives one :class:`Turn` from one :class:`Upstream`. See the module docstring."""
 
@@ -139,10 +168,46 @@ class TurnDriver:
         #: The loop is waiting in ``upstream.recv()`` (the only wait the timer may interrupt).
         self._waiting = False
 
+    @property
+    def done(self) -> bool:
+        return self.turn.done
+
+    def outcome(self) -> TurnOutcome:
+        turn = self.turn
+        return TurnOutcome(
+            close_reason=turn.close_reason,
+            report=turn.report(),
+            abandoned=self.abandoned,
+            timeout=self.timeout,
+            upstream_error=self.upstream_error,
+            internal_error=turn.internal_error,
+            open_questions=turn.open_questions if turn.done else [],
+            first_event_at=self.deadlines.first_event_at,
+            first_write_at=self.first_write_at,
+            chunks=self.events_out,
+            bytes=self.bytes_out,
+            model_end=self._unrecorded_model_end(),
+        )
+
+    def _unrecorded_model_end(self) -> CloseRequest | None:
+        """A plain turn's one model call ends with the turn (a step-wise driver records each)."""
+        return self.turn.closed_by
+
     def stop(self, request: CloseRequest) -> None:
         """End the turn from outside (a shutdown): the loop writes the closing chunks now."""
         self.stop_request = request
         self.upstream.wake()
+
+    def abandon(self, request: CloseRequest) -> None:
+        """The turn ends with nobody to write to (its client went away): closed as ``request``
+        says, without writing, and the upstream must hear the abort."""
+        self.turn.close(request)
+        self.abandoned = True
+
+    def wrote_outside(self, body: bytes) -> None:
+        """The entrance wrote ``body`` itself (the ``[DONE]`` line): counted as the turn's."""
+        self.bytes_out += len(body)
+        self.counters.chunks_out += body.count(b"\n\n")
 
     async def aclose(self, *, abort: bool = False) -> None:
         """Release what the turn holds upstream (with ``abort``: tell it to stop first)."""

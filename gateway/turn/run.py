@@ -28,6 +28,7 @@ import contextlib
 import time
 from collections import Counter
 from collections.abc import Awaitable, Coroutine
+from dataclasses import dataclass
 from typing import Any
 
 from chunkbridge.gateway.errors import TurnInProgress
@@ -35,12 +36,12 @@ from chunkbridge.gateway.metrics import Metrics
 from chunkbridge.gateway.stores.base import ApprovalLedger, Key, ResumeLog, ResumeStore
 from chunkbridge.gateway.telemetry import NO_TRACE, TRACE_COMMENT, NoTrace, TurnTrace
 from chunkbridge.gateway.turn.answers import issued_question
-from chunkbridge.gateway.turn.driver import TurnDriver, Write
+from chunkbridge.gateway.turn.driver import TurnDriver, TurnOutcome, Write
 from chunkbridge.gateway.turn.transcript import TurnTranscript
 from chunkbridge.translators.core.closing import CloseReason, CloseRequest
 from chunkbridge.translators.core.sse_codec import DONE_FRAME
 
-__all__ = ["OpenTurns", "TurnRun", "until_first"]
+__all__ = ["OpenTurns", "RunServices", "Seat", "TurnRun", "until_first"]
 
 _SHUTDOWN = CloseRequest(CloseReason.SHUTDOWN)
 _ABORTED = CloseRequest(CloseReason.ABORTED)
@@ -98,22 +99,44 @@ class OpenTurns:
                     await self._ended.wait()
 
 
+@dataclass(frozen=True, slots=True)
+class Seat:
+    """The session's turn a run holds — in this process, and across instances with resume on
+    (``member`` is its hold there) — from its admission until it is freed, once."""
+
+    key: Key
+    turns: OpenTurns
+    #: The resume store, when the turn is resumable (resume on and a chat id).
+    resume: ResumeStore | None = None
+    member: str = ""
+
+    async def free(self) -> None:
+        self.turns.free(self.key[0])
+        if self.resume is not None:
+            await self.resume.release_turn(self.key[0], self.member)
+
+
+@dataclass(frozen=True, slots=True)
+class RunServices:
+    """What the runs of one gateway share."""
+
+    approvals: ApprovalLedger
+    metrics: Metrics
+    #: ``abort`` or ``detach``: what a client going away does (resume on: ``detach``).
+    on_disconnect: str
+
+
 class TurnRun:
-    """One opened turn (see the module). ``resume`` is the store when this turn is resumable
-    (resume on and the request has a chat id), ``member`` its hold on the session there."""
+    """One opened turn (see the module): its driver, the session's turn it holds, and what it
+    writes besides the client's stream (the chunk log, the transcript, the trace)."""
 
     def __init__(
         self,
         driver: TurnDriver,
+        seat: Seat,
+        services: RunServices,
         *,
-        key: Key,
         request_id: str,
-        on_disconnect: str,
-        turns: OpenTurns,
-        approvals: ApprovalLedger,
-        resume: ResumeStore | None,
-        member: str,
-        metrics: Metrics,
         log: Any,
         started: float,
         transcript: TurnTranscript | None = None,
@@ -121,18 +144,17 @@ class TurnRun:
         resume_prefix: bytes = b"",
     ) -> None:
         self.driver = driver
-        self.key = key
+        self.seat = seat
+        self.key = seat.key
         self.request_id = request_id
+        resume = seat.resume
         # with resume on, a client that goes away detaches: the turn runs on into its log
-        self.on_disconnect = "detach" if resume is not None else on_disconnect
+        self.on_disconnect = "detach" if resume is not None else services.on_disconnect
         self.client_disconnected = False
         #: The background task of a detached turn (a strong reference keeps it alive).
         self.detached_task: asyncio.Task[None] | None = None
-        self._turns = turns
-        self._approvals = approvals
-        self._resume = resume
-        self._member = member
-        self._metrics = metrics
+        self._approvals = services.approvals
+        self._metrics = services.metrics
         self._log = log
         self._started = started
         self._held = True
@@ -141,12 +163,14 @@ class TurnRun:
         #: With a store: the turn's record.
         self.transcript = transcript
         #: With resume on: every body written also goes here, for readers that (re)join.
-        self.chunk_log: ResumeLog | None = resume.begin(key, self) if resume is not None else None
+        self.chunk_log: ResumeLog | None = (
+            resume.begin(self.key, self) if resume is not None else None
+        )
         if self.chunk_log is not None and trace.traceparent:  # what a resume read links to
             self.chunk_log.append(TRACE_COMMENT + trace.traceparent.encode() + b"\n\n")
         if self.chunk_log is not None and resume_prefix:
             self.chunk_log.append(resume_prefix)  # for readers only: the client has it
-        turns.runs.add(self)
+        seat.turns.runs.add(self)
 
     # -- delivering ----------------------------------------------------------------------------
 
@@ -160,16 +184,15 @@ class TurnRun:
         if self.chunk_log is not None:
             self.chunk_log.append(DONE_FRAME)
         if self.transcript is not None:  # before the session is free and the stream ends
-            self.transcript.end(self.driver.turn.close_reason)
+            self.transcript.end(self.driver.outcome().close_reason)
             await self.transcript.settled()
-        if not self._must_abort:
+        if not self.driver.outcome().must_abort:
             await self._free()
         return True
 
     def count_done_frame(self) -> None:
         """The entrance wrote the ``[DONE]`` line itself (it is in the turn's byte count)."""
-        self.driver.bytes_out += len(DONE_FRAME)
-        self.driver.counters.chunks_out += 1
+        self.driver.wrote_outside(DONE_FRAME)
 
     def shutdown(self) -> None:
         """End the turn now (a drain): the client gets a valid ending, the upstream the abort
@@ -179,7 +202,7 @@ class TurnRun:
     def stop(self) -> bool:
         """End the turn as a client abort would (a stop request, the socket's ``abort``
         frame); ``False`` when it had already ended."""
-        if self.driver.turn.done:
+        if self.driver.done:
             return False
         self.trace.event("chunkbridge.stop")
         self.driver.stop(_ABORTED)
@@ -199,28 +222,20 @@ class TurnRun:
 
         return logged
 
-    @property
-    def _must_abort(self) -> bool:
-        """The upstream must hear the abort frame: the gateway ended the turn itself, or our
-        own bug did."""
-        driver = self.driver
-        return driver.abandoned or driver.turn.internal_error is not None
-
     # -- ending --------------------------------------------------------------------------------
 
     async def end(self) -> None:
         """After the delivery: detach (the client is gone and the turn goes on), or close the
         upstream; then free the session and write the log line."""
         driver = self.driver
-        gone = self.client_disconnected and not driver.turn.done
+        gone = self.client_disconnected and not driver.done
         if gone and self.on_disconnect == "detach":
             self.detached_task = asyncio.create_task(self._run_detached())
             return
         if gone:
-            driver.turn.close(_ABORTED)
-            driver.abandoned = True
+            driver.abandon(_ABORTED)
         try:
-            await driver.aclose(abort=self._must_abort)
+            await driver.aclose(abort=driver.outcome().must_abort)
         finally:
             await self._free()
             self._ended()
@@ -232,7 +247,7 @@ class TurnRun:
             if self.chunk_log is not None:
                 self.chunk_log.append(DONE_FRAME)
         finally:
-            await driver.aclose(abort=driver.abandoned)
+            await driver.aclose(abort=driver.outcome().abandoned)
             await self._free()
             self._ended()
 
@@ -242,54 +257,50 @@ class TurnRun:
         if not self._held:
             return
         self._held = False
-        turn = self.driver.turn
-        session_id = self.key[0]
-        if not self.driver.abandoned and turn.close_reason is CloseReason.COMPLETED:
-            for question_id in turn.open_questions:
-                self._approvals.issue(session_id, issued_question(question_id))
-        self._turns.free(session_id)
-        if self._resume is not None:
-            await self._resume.release_turn(session_id, self._member)
+        outcome = self.driver.outcome()
+        if not outcome.abandoned and outcome.close_reason is CloseReason.COMPLETED:
+            for question_id in outcome.open_questions:
+                self._approvals.issue(self.key[0], issued_question(question_id))
+        await self.seat.free()
 
     def _ended(self) -> None:
+        outcome = self.driver.outcome()
         if self.transcript is not None:  # an abort, a detached turn's end (once)
-            self.transcript.end(self.driver.turn.close_reason)
+            self.transcript.end(outcome.close_reason)
         if self.chunk_log is not None:
             self.chunk_log.finish()
-        self._turns.ended(self)
-        self._log_end()
+        self.seat.turns.ended(self)
+        self._log_end(outcome)
 
-    def _log_end(self) -> None:
+    def _log_end(self, outcome: TurnOutcome) -> None:
         """The turn's metrics and its one ``stream.end`` line."""
-        driver, metrics = self.driver, self._metrics
-        turn = driver.turn
-        report = turn.report()
+        metrics, report = self._metrics, outcome.report
         duration = time.monotonic() - self._started
         metrics.active_streams.dec()
         metrics.stream_duration.observe(duration)
         metrics.stream_outcomes.labels(report["close_reason"]).inc()
         metrics.unknown_events.inc(report["unknown_events"])
         error = None
-        if driver.upstream_error is not None:
-            metrics.upstream_errors.labels(type(driver.upstream_error).__name__).inc()
-            error = str(driver.upstream_error)
-        if turn.internal_error is not None:
+        if outcome.upstream_error is not None:
+            metrics.upstream_errors.labels(type(outcome.upstream_error).__name__).inc()
+            error = str(outcome.upstream_error)
+        if outcome.internal_error is not None:
             metrics.internal_errors.inc()
-            error = f"{type(turn.internal_error).__name__}: {turn.internal_error}"[:500]
-            self._log.error("turn.internal_error", exc_info=turn.internal_error)
-        if driver.first_write_at is not None:
-            metrics.time_to_first_chunk.observe(driver.first_write_at - self._started)
-        self._end_trace(report, error)
+            error = f"{type(outcome.internal_error).__name__}: {outcome.internal_error}"[:500]
+            self._log.error("turn.internal_error", exc_info=outcome.internal_error)
+        if outcome.first_write_at is not None:
+            metrics.time_to_first_chunk.observe(outcome.first_write_at - self._started)
+        self._end_trace(outcome, error)
         self._log.info(
             "stream.end",
             status=200,
             close_reason=report["close_reason"],
             finish_reason=report["finish_reason"],
-            timeout=driver.timeout.value if driver.timeout is not None else None,
+            timeout=outcome.timeout.value if outcome.timeout is not None else None,
             duration_ms=round(duration * 1000, 1),
             upstream_events=report["upstream_events"],
-            chunks=driver.events_out,
-            bytes=driver.bytes_out,
+            chunks=outcome.chunks,
+            bytes=outcome.bytes,
             unknown_events=report["unknown_events"],
             malformed_events=report["malformed_events"],
             guard_repairs=report["guard_repairs"],
@@ -299,22 +310,23 @@ class TurnRun:
             error=error,
         )
 
-    def _end_trace(self, report: dict[str, Any], error: str | None) -> None:
-        driver, trace, started = self.driver, self.trace, self._started
+    def _end_trace(self, outcome: TurnOutcome, error: str | None) -> None:
+        trace, started = self.trace, self._started
         if trace is NO_TRACE:
             return
-        closed_by = driver.turn.closed_by
-        if closed_by is not None and driver.turn.step_join is None:  # one model call: it ended
-            trace.upstream_ended(closed_by.message_metadata, report["finish_reason"])
-        first_event = driver.deadlines.first_event_at
+        if outcome.model_end is not None:  # the last model call ended with the turn
+            trace.upstream_ended(
+                outcome.model_end.message_metadata, outcome.report["finish_reason"]
+            )
+        first_event, first_write = outcome.first_event_at, outcome.first_write_at
         trace.end(
             {
-                **report,
-                "chunks": driver.events_out,
+                **outcome.report,
+                "chunks": outcome.chunks,
                 "client_disconnected": self.client_disconnected,
             },
             None if first_event is None else first_event - started,
-            None if driver.first_write_at is None else driver.first_write_at - started,
+            None if first_write is None else first_write - started,
             error,
         )
 

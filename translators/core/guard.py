@@ -50,6 +50,7 @@ from chunkbridge.translators.core.approvals import (
 from chunkbridge.translators.core.client_model import ClientModel, KnownToolCall, Rule
 from chunkbridge.translators.core.closing import CLOSE_OUTCOMES, CloseReason, CloseRequest, Outcome
 from chunkbridge.translators.core.gating import ConversionHook, Gate
+from chunkbridge.translators.core.rule_repairs import rule_repair
 
 __all__ = ["Chunk", "RepairHook", "StreamGuard"]
 
@@ -286,38 +287,10 @@ class StreamGuard:
             self._repair_rule(rule, chunk, out)
 
     def _repair_rule(self, rule: Rule, chunk: Chunk, out: list[Chunk]) -> None:
-        chunk_type = chunk["type"]
-        if rule is Rule.TEXT_NOT_OPEN or rule is Rule.REASONING_NOT_OPEN:
-            if chunk_type.endswith("-end"):
-                self._repair(f"dropped-{chunk_type}-unknown-id", chunk)
-                return
-            kind = "text" if rule is Rule.TEXT_NOT_OPEN else "reasoning"
-            self._repair(f"opened-{kind}", chunk)
-            self._apply({"type": f"{kind}-start", "id": chunk["id"]}, out)
-            self._apply(chunk, out)
-            return
-        if rule is Rule.TOOL_INPUT_NOT_STARTED:
-            record = self.model.tools.get(chunk["toolCallId"])
-            if record is not None:
-                # The input is already complete; re-opening it would move the part backwards.
-                self._repair("dropped-tool-input-delta-after-input", chunk)
-                return
-            self._repair("opened-tool-input", chunk)
-            self._apply(
-                {
-                    "type": "tool-input-start",
-                    "toolCallId": chunk["toolCallId"],
-                    "toolName": "unknown",
-                },
-                out,
-            )
-            self._apply(chunk, out)
-            return
-        # TOOL_CALL_UNKNOWN / APPROVAL_UNKNOWN (TOOL_KIND_MISMATCH is prevented by the dynamic fix):
-        # the client has no part to attach it to; keep the information as a data part.
-        self._repair(f"orphan-{chunk_type}-as-data", chunk)
-        data = {k: v for k, v in chunk.items() if k != "type"}
-        self._apply({"type": f"{DATA_PREFIX}orphan-{chunk_type}", "data": data}, out)
+        name, chunks = rule_repair(rule, chunk, self.model)
+        self._repair(name, chunk)
+        for repaired in chunks:
+            self._apply(repaired, out)
 
     def _with_dynamic_flag(self, chunk: Chunk) -> Chunk:
         """ai 5 finds an output's tool part by kind: mirror the part's kind in ``dynamic``."""

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from chunkbridge.gateway.config import load_config
+from chunkbridge.gateway.config_sources import load_config
 from tests.agent_responses import FIXTURES, write_fixtures
 from tests.gateway_harness import free_port, user_body
 from tests.test_gateway_process import process

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from chunkbridge.gateway.config import AuthMode, ConfigError, GatewayConfig, load_config
+from chunkbridge.gateway.config import AuthMode, ConfigError, GatewayConfig
+from chunkbridge.gateway.config_sources import load_config
 from tests.helpers import run_cli
 
 

@@ -24,7 +24,8 @@ from pydantic import BaseModel, SecretStr
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from chunkbridge.gateway.config import GatewayConfig, LoadedConfig, load_config
+from chunkbridge.gateway.config import GatewayConfig
+from chunkbridge.gateway.config_sources import LoadedConfig, load_config
 from chunkbridge.protocol_specs.ui_message_stream import ALL_MAJORS, DEFAULT_TARGET
 
 __all__ = [

@@ -223,6 +223,62 @@ def _route_of(routes: list[BaseRoute]) -> Callable[[Any], tuple[str, dict[str, A
     return details
 
 
+#: The gateway's routes (an app adds its ``extra_routes`` after them).
+_ROUTES: tuple[BaseRoute, ...] = (
+    Route("/api/sessions/{session_id:str}/chat", chat, methods=["POST"]),
+    WebSocketRoute("/api/sessions/{session_id:str}/chat/ws", chat_socket),
+    Route(
+        "/api/sessions/{session_id:str}/chat/{chat_id:path}/stream",
+        resume_stream,
+        methods=["GET"],
+    ),
+    Route(
+        "/api/sessions/{session_id:str}/chat/{chat_id:path}/stop",
+        stop_turn,
+        methods=["POST"],
+    ),
+    Route(
+        "/api/sessions/{session_id:str}/chat/{chat_id:path}/messages",
+        chat_messages,
+        methods=["GET"],
+    ),
+    Route("/api/sessions/{session_id:str}/chats", chat_list, methods=["GET"]),
+    Route(
+        "/api/sessions/{session_id:str}/chat/{chat_id:path}",
+        delete_chat,
+        methods=["DELETE"],
+    ),
+    Route("/healthz", healthz, methods=["GET"]),
+    Route("/readyz", readyz, methods=["GET"]),
+    Route("/metrics", metrics_endpoint, methods=["GET"]),
+)
+
+
+def _lifespan(
+    gateway: Gateway,
+    telemetry: bool,
+    on_startup: Callable[[Gateway], Awaitable[None]] | None,
+    on_shutdown: Callable[[], Awaitable[None]] | None,
+) -> Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]]:
+    """Start-up and shut-down around the gateway's life: the telemetry SDK outlives both hooks
+    and the gateway, so the spans of the last turns still go out."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        stop_sdk = install_sdk() if telemetry else None
+        if on_startup is not None:
+            await on_startup(gateway)
+        await gateway.start()  # resume = redis: fails the start-up when Redis is not there
+        yield
+        await gateway.aclose()
+        if on_shutdown is not None:
+            await on_shutdown()
+        if stop_sdk is not None:
+            stop_sdk()
+
+    return lifespan
+
+
 def create_app(
     config: GatewayConfig,
     *,
@@ -232,8 +288,10 @@ def create_app(
 ) -> Starlette:
     """The app for ``config``. Raises :class:`ConfigError` when the dialect cannot serve it."""
     gateway = Gateway(config)
+    routes: list[BaseRoute] = [*_ROUTES, *(extra_routes or [])]
     middleware = []
-    stop_sdk: Callable[[], None] | None = None
+    if config.telemetry != "off":  # outermost: the server span covers the whole request
+        middleware.append(server_middleware(_route_of(routes)))
     if config.cors_origins:
         middleware.append(
             Middleware(
@@ -244,53 +302,7 @@ def create_app(
                 expose_headers=["x-request-id"],
             )
         )
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        nonlocal stop_sdk
-        if config.telemetry != "off":
-            stop_sdk = install_sdk()
-        if on_startup is not None:
-            await on_startup(gateway)
-        await gateway.start()  # resume = redis: fails the start-up when Redis is not there
-        yield
-        await gateway.aclose()
-        if on_shutdown is not None:
-            await on_shutdown()
-        if stop_sdk is not None:  # the spans of the last turns go out
-            stop_sdk()
-
-    routes: list[BaseRoute] = [
-        Route("/api/sessions/{session_id:str}/chat", chat, methods=["POST"]),
-        WebSocketRoute("/api/sessions/{session_id:str}/chat/ws", chat_socket),
-        Route(
-            "/api/sessions/{session_id:str}/chat/{chat_id:path}/stream",
-            resume_stream,
-            methods=["GET"],
-        ),
-        Route(
-            "/api/sessions/{session_id:str}/chat/{chat_id:path}/stop",
-            stop_turn,
-            methods=["POST"],
-        ),
-        Route(
-            "/api/sessions/{session_id:str}/chat/{chat_id:path}/messages",
-            chat_messages,
-            methods=["GET"],
-        ),
-        Route("/api/sessions/{session_id:str}/chats", chat_list, methods=["GET"]),
-        Route(
-            "/api/sessions/{session_id:str}/chat/{chat_id:path}",
-            delete_chat,
-            methods=["DELETE"],
-        ),
-        Route("/healthz", healthz, methods=["GET"]),
-        Route("/readyz", readyz, methods=["GET"]),
-        Route("/metrics", metrics_endpoint, methods=["GET"]),
-        *(extra_routes or []),
-    ]
-    if config.telemetry != "off":  # outermost: the server span covers the whole request
-        middleware.insert(0, server_middleware(_route_of(routes)))
+    lifespan = _lifespan(gateway, config.telemetry != "off", on_startup, on_shutdown)
     app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
     app.state.gateway = gateway
     return app

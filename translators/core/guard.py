@@ -50,15 +50,20 @@ from chunkbridge.translators.core.approvals import (
 from chunkbridge.translators.core.client_model import ClientModel, KnownToolCall, Rule
 from chunkbridge.translators.core.closing import CLOSE_OUTCOMES, CloseReason, CloseRequest, Outcome
 from chunkbridge.translators.core.gating import ConversionHook, Gate
+from chunkbridge.translators.core.rule_repairs import rule_repair
 
 __all__ = ["Chunk", "RepairHook", "StreamGuard"]
 
 Chunk = dict[str, Any]
 RepairHook = Callable[[str, dict[str, Any]], None]
 _INPUT_TYPES = frozenset({"tool-input-start", "tool-input-available", "tool-input-error"})
+#: The chunks that shape the stream rather than a part: :meth:`StreamGuard._feed_control`.
+_STREAM_CONTROL = frozenset({"start", "finish", "error", "start-step", "finish-step"})
 
 #: Outputs that carry ``dynamic``: ai 5 looks the tool part up by kind with it.
 _DYNAMIC_AWARE = frozenset(t for t in TOOL_OUTPUT_TYPES if "dynamic" in CHUNK_SPECS[t].fields)
+#: Chunks that move a known call's part on: stale once the part has moved past them.
+_CALL_UPDATES = _INPUT_TYPES | _DYNAMIC_AWARE
 _COMPLETED = CloseRequest(CloseReason.COMPLETED)
 
 
@@ -217,58 +222,17 @@ class StreamGuard:
 
     def _feed_gated(self, chunk: Chunk, out: list[Chunk]) -> None:
         chunk_type: str = chunk["type"]
-        if chunk_type == "start":
-            metadata = chunk.get("messageMetadata")
-            if metadata is not None:
-                self._repair("second-start-as-metadata", chunk)
-                update = {"type": "message-metadata", "messageMetadata": metadata}
-                self._apply(self._object_metadata(update), out)
-            else:
-                self._repair("dropped-second-start", chunk)
-            return
-        if chunk_type == "finish":
-            request = CloseRequest(
-                CloseReason.COMPLETED,
-                finish_reason=chunk.get("finishReason"),
-                message_metadata=chunk.get("messageMetadata"),
-            )
-            self._finish(out, request)
-            return
-        if chunk_type == "error":
-            self._finish(out, CloseRequest(CloseReason.UPSTREAM_ERROR, chunk["errorText"]))
-            return
-        if chunk_type == "start-step":
-            if self.in_step:
-                self._repair("closed-step-before-start-step", chunk)
-                self._end_step(out)
-            self.in_step = True
-            self._apply(chunk, out)
-            if self._denied:
-                self._send_denials(out)
-            return
-        if chunk_type == "finish-step":
-            if not self.in_step:
-                self._repair("dropped-finish-step-outside-step", chunk)
-                return
-            self._end_step(out)
+        if chunk_type in _STREAM_CONTROL:
+            self._feed_control(chunk_type, chunk, out)
             return
         if (
             not self.in_step
             and chunk_type not in STEPLESS_TYPES
             and not chunk_type.startswith(DATA_PREFIX)
         ):
-            self.in_step = True
-            self._apply({"type": "start-step"}, out)
-            if self._denied:
-                self._send_denials(out)
-        if chunk_type in _INPUT_TYPES or chunk_type in _DYNAMIC_AWARE:
-            record = self.model.tools.get(chunk["toolCallId"])
-            if record is not None and record.from_history and chunk_type in _INPUT_TYPES:
-                self._repair("dropped-known-tool-input", chunk)
-                return
-            if record is not None and record.denied:
-                self._repair("dropped-output-after-denial", chunk)
-                return
+            self._open_step({"type": "start-step"}, out)
+        if chunk_type in _CALL_UPDATES and self._is_stale(chunk_type, chunk):
+            return
         if chunk_type in _DYNAMIC_AWARE:
             chunk = self._with_dynamic_flag(chunk)
         elif chunk_type == "message-metadata":
@@ -285,39 +249,62 @@ class StreamGuard:
         else:
             self._repair_rule(rule, chunk, out)
 
-    def _repair_rule(self, rule: Rule, chunk: Chunk, out: list[Chunk]) -> None:
-        chunk_type = chunk["type"]
-        if rule is Rule.TEXT_NOT_OPEN or rule is Rule.REASONING_NOT_OPEN:
-            if chunk_type.endswith("-end"):
-                self._repair(f"dropped-{chunk_type}-unknown-id", chunk)
-                return
-            kind = "text" if rule is Rule.TEXT_NOT_OPEN else "reasoning"
-            self._repair(f"opened-{kind}", chunk)
-            self._apply({"type": f"{kind}-start", "id": chunk["id"]}, out)
-            self._apply(chunk, out)
-            return
-        if rule is Rule.TOOL_INPUT_NOT_STARTED:
-            record = self.model.tools.get(chunk["toolCallId"])
-            if record is not None:
-                # The input is already complete; re-opening it would move the part backwards.
-                self._repair("dropped-tool-input-delta-after-input", chunk)
-                return
-            self._repair("opened-tool-input", chunk)
-            self._apply(
-                {
-                    "type": "tool-input-start",
-                    "toolCallId": chunk["toolCallId"],
-                    "toolName": "unknown",
-                },
-                out,
+    def _feed_control(self, chunk_type: str, chunk: Chunk, out: list[Chunk]) -> None:
+        """The stream-level chunks: a second ``start`` keeps only its metadata, ``finish`` and
+        ``error`` are the close requests they stand for, steps stay balanced."""
+        if chunk_type == "start":
+            metadata = chunk.get("messageMetadata")
+            if metadata is not None:
+                self._repair("second-start-as-metadata", chunk)
+                update = {"type": "message-metadata", "messageMetadata": metadata}
+                self._apply(self._object_metadata(update), out)
+            else:
+                self._repair("dropped-second-start", chunk)
+        elif chunk_type == "finish":
+            request = CloseRequest(
+                CloseReason.COMPLETED,
+                finish_reason=chunk.get("finishReason"),
+                message_metadata=chunk.get("messageMetadata"),
             )
-            self._apply(chunk, out)
-            return
-        # TOOL_CALL_UNKNOWN / APPROVAL_UNKNOWN (TOOL_KIND_MISMATCH is prevented by the dynamic fix):
-        # the client has no part to attach it to; keep the information as a data part.
-        self._repair(f"orphan-{chunk_type}-as-data", chunk)
-        data = {k: v for k, v in chunk.items() if k != "type"}
-        self._apply({"type": f"{DATA_PREFIX}orphan-{chunk_type}", "data": data}, out)
+            self._finish(out, request)
+        elif chunk_type == "error":
+            self._finish(out, CloseRequest(CloseReason.UPSTREAM_ERROR, chunk["errorText"]))
+        elif chunk_type == "start-step":
+            if self.in_step:
+                self._repair("closed-step-before-start-step", chunk)
+                self._end_step(out)
+            self._open_step(chunk, out)
+        elif self.in_step:  # finish-step
+            self._end_step(out)
+        else:
+            self._repair("dropped-finish-step-outside-step", chunk)
+
+    def _open_step(self, start: Chunk, out: list[Chunk]) -> None:
+        """Send ``start``; the first step also carries the denials the app decided."""
+        self.in_step = True
+        self._apply(start, out)
+        if self._denied:
+            self._send_denials(out)
+
+    def _is_stale(self, chunk_type: str, chunk: Chunk) -> bool:
+        """A tool chunk the client's part has moved past: the input of a call the continued
+        message already holds, anything after a denial. Counted; the caller drops it."""
+        record = self.model.tools.get(chunk["toolCallId"])
+        if record is None:
+            return False
+        if record.from_history and chunk_type in _INPUT_TYPES:
+            self._repair("dropped-known-tool-input", chunk)
+            return True
+        if record.denied:
+            self._repair("dropped-output-after-denial", chunk)
+            return True
+        return False
+
+    def _repair_rule(self, rule: Rule, chunk: Chunk, out: list[Chunk]) -> None:
+        name, chunks = rule_repair(rule, chunk, self.model)
+        self._repair(name, chunk)
+        for repaired in chunks:
+            self._apply(repaired, out)
 
     def _with_dynamic_flag(self, chunk: Chunk) -> Chunk:
         """ai 5 finds an output's tool part by kind: mirror the part's kind in ``dynamic``."""

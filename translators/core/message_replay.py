@@ -101,14 +101,7 @@ def _text(part: dict[str, Any], part_id: str) -> list[Chunk]:
 
 
 def _tool(part: dict[str, Any], major: int) -> list[Chunk]:
-    dynamic = part["type"] == "dynamic-tool"
-    call: Chunk = {
-        "toolCallId": part["toolCallId"],
-        "toolName": part["toolName"] if dynamic else part["type"][len("tool-") :],
-    }
-    if dynamic:
-        call["dynamic"] = True
-    _with(call, part, "providerExecuted", "title", "toolMetadata")
+    call = _call(part)
     state = part.get("state")
     if state == "output-error" and "input" not in part and "rawInput" in part:  # input refused
         return [
@@ -121,31 +114,35 @@ def _tool(part: dict[str, Any], major: int) -> list[Chunk]:
                 ("callProviderMetadata", "providerMetadata"),
             )
         ]
-    chunks: list[Chunk]
-    if state == "input-streaming" or "rawInput" in part or "input" not in part:  # incomplete
-        raw = part.get("rawInput")
-        if raw is None and "input" in part:
-            raw = orjson.dumps(part["input"]).decode()
-        chunks = [
-            _with(
-                {"type": "tool-input-start", **call},
-                part,
-                "inputEncoding",
-                ("callProviderMetadata", "providerMetadata"),
-            )
-        ]
-        if raw:
-            chunks.append(
-                {
-                    "type": "tool-input-delta",
-                    "toolCallId": call["toolCallId"],
-                    "inputTextDelta": raw,
-                }
-            )
-        if state == "input-streaming":
-            return chunks
-    else:
-        chunks = [
+    chunks = _tool_input(part, call)
+    if state == "input-streaming":
+        return chunks
+    approval = part.get("approval")
+    if isinstance(approval, dict) and "id" in approval:
+        chunks.extend(_approval(approval, call["toolCallId"], state, major))
+    result = _tool_result(part, call, state)
+    if result is not None:
+        chunks.append(result)
+    return chunks
+
+
+def _call(part: dict[str, Any]) -> Chunk:
+    """The fields that name the call in every chunk of its input."""
+    dynamic = part["type"] == "dynamic-tool"
+    call: Chunk = {
+        "toolCallId": part["toolCallId"],
+        "toolName": part["toolName"] if dynamic else part["type"][len("tool-") :],
+    }
+    if dynamic:
+        call["dynamic"] = True
+    return _with(call, part, "providerExecuted", "title", "toolMetadata")
+
+
+def _tool_input(part: dict[str, Any], call: Chunk) -> list[Chunk]:
+    """The input as the part has it: complete (``tool-input-available``), or the text streamed
+    so far (``tool-input-start`` and one delta), which the client parses as it did then."""
+    if part.get("state") != "input-streaming" and "rawInput" not in part and "input" in part:
+        return [
             _with(
                 {"type": "tool-input-available", **call, "input": part.get("input")},
                 part,
@@ -153,49 +150,67 @@ def _tool(part: dict[str, Any], major: int) -> list[Chunk]:
                 ("callProviderMetadata", "providerMetadata"),
             )
         ]
-    approval = part.get("approval")
-    if isinstance(approval, dict) and "id" in approval:
+    raw = part.get("rawInput")
+    if raw is None and "input" in part:
+        raw = orjson.dumps(part["input"]).decode()
+    chunks = [
+        _with(
+            {"type": "tool-input-start", **call},
+            part,
+            "inputEncoding",
+            ("callProviderMetadata", "providerMetadata"),
+        )
+    ]
+    if raw:
+        chunks.append(
+            {"type": "tool-input-delta", "toolCallId": call["toolCallId"], "inputTextDelta": raw}
+        )
+    return chunks
+
+
+def _approval(approval: dict[str, Any], call_id: str, state: Any, major: int) -> list[Chunk]:
+    """The approval request, and for ai 7 its answer once the part has moved past it (ai 5 and
+    6 keep an answer in the client only: the continuation's own chunks move the part on)."""
+    chunks = [
+        _with(
+            {"type": "tool-approval-request", "toolCallId": call_id, "approvalId": approval["id"]},
+            approval,
+            ("descriptor", "approvalDescriptor"),
+            "inputSchemaInput",
+            ("requestReason", "reason"),
+            "isAutomatic",
+            "signature",
+        )
+    ]
+    if major >= 7 and state in _APPROVED_STATES and "approved" in approval:
         chunks.append(
             _with(
                 {
-                    "type": "tool-approval-request",
-                    "toolCallId": call["toolCallId"],
+                    "type": "tool-approval-response",
                     "approvalId": approval["id"],
+                    "approved": approval["approved"],
                 },
                 approval,
-                ("descriptor", "approvalDescriptor"),
-                "inputSchemaInput",
-                ("requestReason", "reason"),
-                "isAutomatic",
-                "signature",
+                "reason",
             )
         )
-        if major >= 7 and state in _APPROVED_STATES and "approved" in approval:
-            chunks.append(
-                _with(
-                    {
-                        "type": "tool-approval-response",
-                        "approvalId": approval["id"],
-                        "approved": approval["approved"],
-                    },
-                    approval,
-                    "reason",
-                )
-            )
+    return chunks
+
+
+def _tool_result(part: dict[str, Any], call: Chunk, state: Any) -> Chunk | None:
+    """The chunk that settles the call, if the part's state says it is settled."""
     result: Chunk = {"toolCallId": call["toolCallId"]}
-    if dynamic:
+    if call.get("dynamic"):
         result["dynamic"] = True
     _with(result, part, "providerExecuted", ("resultProviderMetadata", "providerMetadata"))
     if state == "output-available":
-        chunks.append(
-            _with(
-                {"type": "tool-output-available", **result, "output": part.get("output")},
-                part,
-                "preliminary",
-            )
+        return _with(
+            {"type": "tool-output-available", **result, "output": part.get("output")},
+            part,
+            "preliminary",
         )
-    elif state == "output-error":
-        chunks.append(_with({"type": "tool-output-error", **result}, part, "errorText"))
-    elif state == "output-denied":
-        chunks.append({"type": "tool-output-denied", "toolCallId": call["toolCallId"]})
-    return chunks
+    if state == "output-error":
+        return _with({"type": "tool-output-error", **result}, part, "errorText")
+    if state == "output-denied":
+        return {"type": "tool-output-denied", "toolCallId": call["toolCallId"]}
+    return None

@@ -76,68 +76,25 @@ class ToolChunks:
         self, options: dict[str, Any], dynamic: bool, existing: dict[str, Any] | None = None
     ) -> dict[str, Any]:
         """``updateToolPart`` / ``updateDynamicToolPart``: the part updated or pushed."""
-        get = options.get
-        state = options["state"]
         part = existing
         if part is None:
-            for candidate in self._step_parts():
-                kind = candidate["type"]
-                same_kind = kind == "dynamic-tool" if dynamic else kind.startswith("tool-")
-                if same_kind and candidate.get("toolCallId") == options["toolCallId"]:
-                    part = candidate
-                    break
-        metadata = get("providerMetadata", MISSING)
+            part = self._step_tool_part(options["toolCallId"], dynamic)
         newer = self.major >= 6
         if part is not None:
-            part["state"] = state
-            if dynamic:
-                part["toolName"] = options["toolName"]
-            elif newer:
-                part["type"] = f"tool-{options['toolName']}"
-            for key in ("input", "output", "errorText", "rawInput"):
-                put(part, key, get(key, MISSING))
-            if newer:
-                encoding = get("inputEncoding", MISSING)
-                put(part, "inputEncoding", encoding if given(encoding) else MISSING)
-            put(part, "preliminary", get("preliminary", MISSING))
-            if newer:
-                for key in ("title", "toolMetadata"):
-                    if get(key, MISSING) is not MISSING:
-                        part[key] = options[key]
-            executed = get("providerExecuted", MISSING)
-            put(
-                part,
-                "providerExecuted",
-                executed if given(executed) else part.get("providerExecuted", MISSING),
-            )
-            if given(metadata):
-                if newer and state in _RESULT_STATES:
-                    part["resultProviderMetadata"] = metadata
-                elif newer or state == "input-available":
-                    part["callProviderMetadata"] = metadata
+            _rewrite_part(part, options, dynamic, newer)
             return part
-        if dynamic:
-            part = {"type": "dynamic-tool", "toolName": options["toolName"]}
-        else:
-            part = {"type": f"tool-{options['toolName']}"}
-        part["toolCallId"] = options["toolCallId"]
-        part["state"] = state
-        keys = ["input", "output", "errorText", "providerExecuted", "preliminary"]
-        if not dynamic:
-            keys.append("rawInput")
-        if newer:
-            keys.append("title")
-            if given(get("inputEncoding", MISSING)):
-                part["inputEncoding"] = options["inputEncoding"]
-            if get("toolMetadata", MISSING) is not MISSING:
-                part["toolMetadata"] = options["toolMetadata"]
-        for key in keys:
-            put(part, key, get(key, MISSING))
-        if given(metadata):
-            result = newer and state in _RESULT_STATES
-            part["resultProviderMetadata" if result else "callProviderMetadata"] = metadata
+        part = _new_part(options, dynamic, newer)
         self._message["parts"].append(part)
         return part
+
+    def _step_tool_part(self, call_id: str, dynamic: bool) -> dict[str, Any] | None:
+        """The call's part of this kind (dynamic or not) in the current step, if there is one."""
+        for candidate in self._step_parts():
+            kind = candidate["type"]
+            same_kind = kind == "dynamic-tool" if dynamic else kind.startswith("tool-")
+            if same_kind and candidate.get("toolCallId") == call_id:
+                return candidate
+        return None
 
     def _invocation(self, call_id: str, kinds: str = "any") -> dict[str, Any]:
         """``getToolInvocation``: the call's part in the current step, else the latest one;
@@ -340,6 +297,70 @@ _ERROR_KEYS = (
     "providerMetadata",
     "toolMetadata",
 )
+
+
+def _rewrite_part(
+    part: dict[str, Any], options: dict[str, Any], dynamic: bool, newer: bool
+) -> None:
+    """The client's update of an existing part: every field of the update is written, so one the
+    update leaves ``undefined`` is removed; the executor, title and tool metadata persist."""
+    get = options.get
+    state = options["state"]
+    part["state"] = state
+    if dynamic:
+        part["toolName"] = options["toolName"]
+    elif newer:
+        part["type"] = f"tool-{options['toolName']}"
+    for key in ("input", "output", "errorText", "rawInput"):
+        put(part, key, get(key, MISSING))
+    if newer:
+        encoding = get("inputEncoding", MISSING)
+        put(part, "inputEncoding", encoding if given(encoding) else MISSING)
+    put(part, "preliminary", get("preliminary", MISSING))
+    if newer:
+        for key in ("title", "toolMetadata"):
+            if get(key, MISSING) is not MISSING:
+                part[key] = options[key]
+    executed = get("providerExecuted", MISSING)
+    put(
+        part,
+        "providerExecuted",
+        executed if given(executed) else part.get("providerExecuted", MISSING),
+    )
+    metadata = get("providerMetadata", MISSING)
+    if given(metadata):
+        if newer and state in _RESULT_STATES:
+            part["resultProviderMetadata"] = metadata
+        elif newer or state == "input-available":
+            part["callProviderMetadata"] = metadata
+
+
+def _new_part(options: dict[str, Any], dynamic: bool, newer: bool) -> dict[str, Any]:
+    """The part the client pushes for a call the step has no part of yet."""
+    get = options.get
+    state = options["state"]
+    if dynamic:
+        part = {"type": "dynamic-tool", "toolName": options["toolName"]}
+    else:
+        part = {"type": f"tool-{options['toolName']}"}
+    part["toolCallId"] = options["toolCallId"]
+    part["state"] = state
+    keys = ["input", "output", "errorText", "providerExecuted", "preliminary"]
+    if not dynamic:
+        keys.append("rawInput")
+    if newer:
+        keys.append("title")
+        if given(get("inputEncoding", MISSING)):
+            part["inputEncoding"] = options["inputEncoding"]
+        if get("toolMetadata", MISSING) is not MISSING:
+            part["toolMetadata"] = options["toolMetadata"]
+    for key in keys:
+        put(part, key, get(key, MISSING))
+    metadata = get("providerMetadata", MISSING)
+    if given(metadata):
+        result = newer and state in _RESULT_STATES
+        part["resultProviderMetadata" if result else "callProviderMetadata"] = metadata
+    return part
 
 
 def _only(options: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:

@@ -11,6 +11,7 @@ why this is the client's own repair rule, state by state, and nothing more.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -48,22 +49,37 @@ def parse_partial_json(text: str) -> Any:
         return MISSING
 
 
-def fix_json(text: str) -> str:  # noqa: C901 - one state machine, as the client's
+def fix_json(text: str) -> str:
     """Close what ``text`` left open; cut what cannot be completed."""
-    stack = ["ROOT"]
-    last_valid = -1
-    literal_start = 0
-    hex_digits = 0
+    scan = _Scan(text)
+    for i, char in enumerate(text):
+        _TRANSITIONS[scan.stack[-1]](scan, char, i)
+    return text[: scan.last_valid + 1] + scan.completion()
 
-    def value_start(char: str, i: int, after: str) -> None:
-        nonlocal last_valid, literal_start
+
+class _Scan:
+    """The client's ``fixJson`` state: a stack of states, the end of the longest prefix that
+    can be completed (``last_valid``), where an open literal began and how many hex digits a
+    ``\\u`` escape has so far. Each method is one state's transition on one character."""
+
+    __slots__ = ("hex_digits", "last_valid", "literal_start", "stack", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.stack = ["ROOT"]
+        self.last_valid = -1
+        self.literal_start = 0
+        self.hex_digits = 0
+
+    def value_start(self, char: str, i: int, after: str) -> None:
+        """A value may start here; once it does, the enclosing state moves on to ``after``."""
         if char == '"':
             inner = "STRING"
         elif char in "ftn":
-            inner, literal_start = "LITERAL", i
+            inner, self.literal_start = "LITERAL", i
         elif char == "-":
-            stack[-1] = after
-            stack.append("NUMBER")
+            self.stack[-1] = after
+            self.stack.append("NUMBER")
             return
         elif char.isascii() and char.isdigit():
             inner = "NUMBER"
@@ -73,108 +89,145 @@ def fix_json(text: str) -> str:  # noqa: C901 - one state machine, as the client
             inner = "ARRAY_START"
         else:
             return
-        last_valid = i
-        stack[-1] = after
-        stack.append(inner)
+        self.last_valid = i
+        self.stack[-1] = after
+        self.stack.append(inner)
 
-    def after_value(char: str, i: int, container: str, close: str) -> None:
-        nonlocal last_valid
+    def after_value(self, char: str, i: int, container: str, close: str) -> None:
         if char == ",":
-            stack[-1] = f"{container}_AFTER_COMMA"
+            self.stack[-1] = f"{container}_AFTER_COMMA"
         elif char == close:
-            last_valid = i
-            stack.pop()
+            self.last_valid = i
+            self.stack.pop()
 
-    for i, char in enumerate(text):
-        state = stack[-1]
-        if state == "ROOT":
-            value_start(char, i, "FINISH")
-        elif state in ("OBJECT_START", "OBJECT_AFTER_COMMA"):
-            if char == '"':
-                stack[-1] = "OBJECT_KEY"
-            elif char == "}" and state == "OBJECT_START":
-                last_valid = i
-                stack.pop()
-        elif state == "OBJECT_KEY":
-            if char == '"':
-                stack[-1] = "OBJECT_AFTER_KEY"
-        elif state == "OBJECT_AFTER_KEY":
-            if char == ":":
-                stack[-1] = "OBJECT_BEFORE_VALUE"
-        elif state == "OBJECT_BEFORE_VALUE":
-            value_start(char, i, "OBJECT_AFTER_VALUE")
-        elif state == "OBJECT_AFTER_VALUE":
-            after_value(char, i, "OBJECT", "}")
-        elif state == "STRING":
-            if char == '"':
-                stack.pop()
-                last_valid = i
-            elif char == "\\":
-                stack.append("STRING_ESCAPE")
-            else:
-                last_valid = i
-        elif state == "ARRAY_START":
+    def root(self, char: str, i: int) -> None:
+        self.value_start(char, i, "FINISH")
+
+    def object_open(self, char: str, i: int) -> None:
+        """``OBJECT_START`` and ``OBJECT_AFTER_COMMA``: a key, or ``}`` right after ``{``."""
+        if char == '"':
+            self.stack[-1] = "OBJECT_KEY"
+        elif char == "}" and self.stack[-1] == "OBJECT_START":
+            self.last_valid = i
+            self.stack.pop()
+
+    def object_key(self, char: str, i: int) -> None:
+        if char == '"':
+            self.stack[-1] = "OBJECT_AFTER_KEY"
+
+    def object_after_key(self, char: str, i: int) -> None:
+        if char == ":":
+            self.stack[-1] = "OBJECT_BEFORE_VALUE"
+
+    def object_before_value(self, char: str, i: int) -> None:
+        self.value_start(char, i, "OBJECT_AFTER_VALUE")
+
+    def object_after_value(self, char: str, i: int) -> None:
+        self.after_value(char, i, "OBJECT", "}")
+
+    def string(self, char: str, i: int) -> None:
+        if char == '"':
+            self.stack.pop()
+            self.last_valid = i
+        elif char == "\\":
+            self.stack.append("STRING_ESCAPE")
+        else:
+            self.last_valid = i
+
+    def string_escape(self, char: str, i: int) -> None:
+        self.stack.pop()
+        if char == "u":
+            self.hex_digits = 0
+            self.stack.append("STRING_UNICODE_ESCAPE")
+        else:
+            self.last_valid = i
+
+    def unicode_escape(self, char: str, i: int) -> None:
+        if char in "0123456789abcdefABCDEF":
+            self.hex_digits += 1
+            if self.hex_digits == 4:
+                self.stack.pop()
+                self.last_valid = i
+
+    def array_start(self, char: str, i: int) -> None:
+        if char == "]":
+            self.last_valid = i
+            self.stack.pop()
+        else:
+            self.value_start(char, i, "ARRAY_AFTER_VALUE")
+
+    def array_after_value(self, char: str, i: int) -> None:
+        if char == ",":
+            self.stack[-1] = "ARRAY_AFTER_COMMA"
+        else:
+            self.last_valid = i
             if char == "]":
-                last_valid = i
-                stack.pop()
-            else:
-                value_start(char, i, "ARRAY_AFTER_VALUE")
-        elif state == "ARRAY_AFTER_VALUE":
-            if char == ",":
-                stack[-1] = "ARRAY_AFTER_COMMA"
-            else:
-                last_valid = i
-                if char == "]":
-                    stack.pop()
-        elif state == "ARRAY_AFTER_COMMA":
-            value_start(char, i, "ARRAY_AFTER_VALUE")
-        elif state == "STRING_ESCAPE":
-            stack.pop()
-            if char == "u":
-                hex_digits = 0
-                stack.append("STRING_UNICODE_ESCAPE")
-            else:
-                last_valid = i
-        elif state == "STRING_UNICODE_ESCAPE":
-            if char in "0123456789abcdefABCDEF":
-                hex_digits += 1
-                if hex_digits == 4:
-                    stack.pop()
-                    last_valid = i
-        elif state == "NUMBER":
-            if char.isascii() and char.isdigit():
-                last_valid = i
-            elif char in "eE-.":
-                pass
-            else:
-                stack.pop()
-                if char in ",]" and stack[-1] == "ARRAY_AFTER_VALUE":
-                    after_value(char, i, "ARRAY", "]")
-                elif char in ",}" and stack[-1] == "OBJECT_AFTER_VALUE":
-                    after_value(char, i, "OBJECT", "}")
-        elif state == "LITERAL":
-            partial = text[literal_start : i + 1]
-            if any(literal.startswith(partial) for literal in _LITERALS):
-                last_valid = i
-            else:
-                stack.pop()
-                if stack[-1] == "OBJECT_AFTER_VALUE":
-                    after_value(char, i, "OBJECT", "}")
-                elif stack[-1] == "ARRAY_AFTER_VALUE":
-                    after_value(char, i, "ARRAY", "]")
+                self.stack.pop()
 
-    out = [text[: last_valid + 1]]
-    for state in reversed(stack):
-        if state == "STRING":
-            out.append('"')
-        elif state in _OBJECT_STATES or state == "OBJECT_AFTER_VALUE":
-            out.append("}")
-        elif state in _ARRAY_STATES:
-            out.append("]")
-        elif state == "LITERAL":
-            partial = text[literal_start:]
-            for literal in _LITERALS:
-                if literal.startswith(partial):
-                    out.append(literal[len(partial) :])
-                    break
-    return "".join(out)
+    def array_after_comma(self, char: str, i: int) -> None:
+        self.value_start(char, i, "ARRAY_AFTER_VALUE")
+
+    def number(self, char: str, i: int) -> None:
+        if char.isascii() and char.isdigit():
+            self.last_valid = i
+        elif char in "eE-.":
+            pass
+        else:
+            self.stack.pop()
+            if char in ",]" and self.stack[-1] == "ARRAY_AFTER_VALUE":
+                self.after_value(char, i, "ARRAY", "]")
+            elif char in ",}" and self.stack[-1] == "OBJECT_AFTER_VALUE":
+                self.after_value(char, i, "OBJECT", "}")
+
+    def literal(self, char: str, i: int) -> None:
+        partial = self.text[self.literal_start : i + 1]
+        if any(literal.startswith(partial) for literal in _LITERALS):
+            self.last_valid = i
+        else:
+            self.stack.pop()
+            if self.stack[-1] == "OBJECT_AFTER_VALUE":
+                self.after_value(char, i, "OBJECT", "}")
+            elif self.stack[-1] == "ARRAY_AFTER_VALUE":
+                self.after_value(char, i, "ARRAY", "]")
+
+    def finish(self, char: str, i: int) -> None:
+        """After the root value: the rest is cut."""
+
+    def completion(self) -> str:
+        """What closes the states still open, innermost first."""
+        out = []
+        for state in reversed(self.stack):
+            if state == "STRING":
+                out.append('"')
+            elif state in _OBJECT_STATES or state == "OBJECT_AFTER_VALUE":
+                out.append("}")
+            elif state in _ARRAY_STATES:
+                out.append("]")
+            elif state == "LITERAL":
+                partial = self.text[self.literal_start :]
+                for literal in _LITERALS:
+                    if literal.startswith(partial):
+                        out.append(literal[len(partial) :])
+                        break
+        return "".join(out)
+
+
+#: Each state's transition: the table is the client's ``switch``.
+_TRANSITIONS: dict[str, Callable[[_Scan, str, int], None]] = {
+    "ROOT": _Scan.root,
+    "FINISH": _Scan.finish,
+    "OBJECT_START": _Scan.object_open,
+    "OBJECT_AFTER_COMMA": _Scan.object_open,
+    "OBJECT_KEY": _Scan.object_key,
+    "OBJECT_AFTER_KEY": _Scan.object_after_key,
+    "OBJECT_BEFORE_VALUE": _Scan.object_before_value,
+    "OBJECT_AFTER_VALUE": _Scan.object_after_value,
+    "STRING": _Scan.string,
+    "STRING_ESCAPE": _Scan.string_escape,
+    "STRING_UNICODE_ESCAPE": _Scan.unicode_escape,
+    "ARRAY_START": _Scan.array_start,
+    "ARRAY_AFTER_VALUE": _Scan.array_after_value,
+    "ARRAY_AFTER_COMMA": _Scan.array_after_comma,
+    "NUMBER": _Scan.number,
+    "LITERAL": _Scan.literal,
+}

@@ -133,25 +133,9 @@ def _check_events(events: list[SseEvent], report: ValidationReport, model: Clien
             report.warnings.append(
                 Finding(event.line, "event after [DONE]: the client still applies it")
             )
-        try:
-            chunk = _parse_json(event.data)
-        except (ValueError, RecursionError) as exc:
-            what = "empty data" if not event.data.strip() else f"data is not JSON ({exc})"
-            report.errors.append(Finding(event.line, f"{what}: {event.data[:80]!r}"))
+        chunk = _client_chunk(event, report)
+        if chunk is None:
             return
-        problems = schema_errors(chunk, report.target)
-        if problems:
-            report.errors.extend(Finding(event.line, p) for p in problems)
-            return
-        extra = unknown_keys(chunk, report.target)
-        if extra:
-            report.warnings.append(
-                Finding(
-                    event.line,
-                    f"{chunk['type']}: keys not declared by ai {report.target} "
-                    f"({', '.join(extra)}): ignored here, fatal on its strict early releases",
-                )
-            )
         rule = model.check(chunk)
         if rule is not None:
             report.errors.append(Finding(event.line, f"{chunk['type']}: {rule.value}"))
@@ -176,3 +160,28 @@ def _check_events(events: list[SseEvent], report: ValidationReport, model: Clien
             report.error_text = chunk["errorText"]
     if not done_line:
         report.warnings.append(Finding(0, "no data: [DONE] at the end (tolerated by the client)"))
+
+
+def _client_chunk(event: SseEvent, report: ValidationReport) -> Any:
+    """The event's chunk as the client parses it, or ``None`` where the client throws (the
+    error is in ``report``); keys a strict release would reject are only a warning."""
+    try:
+        chunk = _parse_json(event.data)
+    except (ValueError, RecursionError) as exc:
+        what = "empty data" if not event.data.strip() else f"data is not JSON ({exc})"
+        report.errors.append(Finding(event.line, f"{what}: {event.data[:80]!r}"))
+        return None
+    problems = schema_errors(chunk, report.target)
+    if problems:
+        report.errors.extend(Finding(event.line, p) for p in problems)
+        return None
+    extra = unknown_keys(chunk, report.target)
+    if extra:
+        report.warnings.append(
+            Finding(
+                event.line,
+                f"{chunk['type']}: keys not declared by ai {report.target} "
+                f"({', '.join(extra)}): ignored here, fatal on its strict early releases",
+            )
+        )
+    return chunk

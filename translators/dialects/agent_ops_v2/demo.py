@@ -74,36 +74,39 @@ def demo_turn(
         yield from _opening(turn, "Before I answer, one question.", pace)
         yield question
         return
+    yield from _answer(text, turn, call, pace, aborted, question if passing else None)
 
-    def status(value: str) -> dict[str, Any]:
-        return {"type": "agentStatus", "status": value}
 
-    def deltas(body: str) -> list[dict[str, Any]]:
-        return [
-            {"type": "message.part.text-delta", "turnId": turn, "delta": word}
-            for word in _words(body)
-        ]
-
+def _answer(
+    text: str,
+    turn: str,
+    call: str,
+    pace: float,
+    aborted: Callable[[], bool],
+    in_passing: dict[str, Any] | None,
+) -> Iterator[DemoStep]:
+    """The scripted answer: words, a search tool's run, more words; ``in_passing``, a question
+    asked after the first words without waiting for its answer."""
     tool = {"type": "message.part.tool-update", "turnId": turn, "callId": call}
     tool["toolName"] = "search_docs"
     query = {"query": text[:80]}
     answer: list[Any] = [
-        status("thinking"),
+        _status("thinking"),
         {"type": "message.create", "turnId": turn, "channelType": "web"},
-        status("streaming"),
-        *deltas(f"You said: *{text[:200]}*\n\n" + DEMO_ANSWER),
+        _status("streaming"),
+        *_deltas(turn, f"You said: *{text[:200]}*\n\n" + DEMO_ANSWER),
     ]
     after = [
-        status("tool_calling"),
+        _status("tool_calling"),
         {**tool, "status": "pending", "args": {}},
         {**tool, "status": "running", "args": query},
         Pause(pace * 5),
         {**tool, "status": "completed", "args": query, "result": DEMO_RESULT},
-        status("streaming"),
-        *deltas(DEMO_AFTER_TOOL),
+        _status("streaming"),
+        *_deltas(turn, DEMO_AFTER_TOOL),
     ]
-    if passing:  # it asks, and works on without waiting for the answer
-        answer[7:7] = [question, Pause(pace * 10)]  # after its first words
+    if in_passing is not None:  # it asks, and works on without waiting for the answer
+        answer[7:7] = [in_passing, Pause(pace * 10)]  # after its first words
     ok = yield from _play(answer, pace, aborted)
     if ok and "fail" in text.lower():
         yield {"type": "error", "messageId": turn, "error": DEMO_FAILURE}
@@ -111,8 +114,16 @@ def demo_turn(
     ok = ok and (yield from _play(after, pace, aborted))
     reason = "end_turn" if ok else "canceled"
     yield {"type": "message.finalize", "turnId": turn, "reason": reason}
-    yield status("idle")
+    yield _status("idle")
     yield {"type": "complete"}
+
+
+def _status(value: str) -> dict[str, Any]:
+    return {"type": "agentStatus", "status": value}
+
+
+def _deltas(turn: str, body: str) -> list[dict[str, Any]]:
+    return [{"type": "message.part.text-delta", "turnId": turn, "delta": w} for w in _words(body)]
 
 
 def _opening(turn: str, text: str, pace: float) -> Iterator[DemoStep]:

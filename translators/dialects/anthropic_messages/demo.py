@@ -32,6 +32,33 @@ def demo_script(request: dict[str, Any], turn: int, aborted: Any) -> Iterator[De
             "usage": usage,
         },
     }
+    yield from _thinking(text)
+    yield {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}}
+    words = f"You said: {text}. This answer streams from the demo Anthropic upstream.".split(" ")
+    for word in words:
+        if aborted():
+            return
+        yield Pause(0.04)
+        yield {
+            "type": "content_block_delta",
+            "index": 1,
+            "delta": {"type": "text_delta", "text": word + " "},
+        }
+    yield {"type": "content_block_stop", "index": 1}
+    reason = "end_turn"
+    if "weather" in text.lower():
+        reason = "tool_use"
+        yield from _weather_call(turn)
+    yield {
+        "type": "message_delta",
+        "delta": {"stop_reason": reason, "stop_sequence": None},
+        "usage": {"output_tokens": len(words) + 12},
+    }
+    yield {"type": "message_stop"}
+
+
+def _thinking(text: str) -> Iterator[DemoStep]:
+    """The thinking block (index 0): three pieces, then its signature."""
     yield {
         "type": "content_block_start",
         "index": 0,
@@ -50,42 +77,25 @@ def demo_script(request: dict[str, Any], turn: int, aborted: Any) -> Iterator[De
         "delta": {"type": "signature_delta", "signature": "ZGVtby1zaWduYXR1cmU="},
     }
     yield {"type": "content_block_stop", "index": 0}
-    yield {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}}
-    words = f"You said: {text}. This answer streams from the demo Anthropic upstream.".split(" ")
-    for word in words:
-        if aborted():
-            return
-        yield Pause(0.04)
+
+
+def _weather_call(turn: int) -> Iterator[DemoStep]:
+    """The tool use block (index 2), its input streamed in two pieces."""
+    yield {
+        "type": "content_block_start",
+        "index": 2,
+        "content_block": {
+            "type": "tool_use",
+            "id": f"toolu_demo_{turn}",
+            "name": "get_weather",
+            "input": {},
+        },
+    }
+    for piece in ('{"city": ', '"Paris"}'):
+        yield Pause(0.05)
         yield {
             "type": "content_block_delta",
-            "index": 1,
-            "delta": {"type": "text_delta", "text": word + " "},
-        }
-    yield {"type": "content_block_stop", "index": 1}
-    reason = "end_turn"
-    if "weather" in text.lower():
-        reason = "tool_use"
-        yield {
-            "type": "content_block_start",
             "index": 2,
-            "content_block": {
-                "type": "tool_use",
-                "id": f"toolu_demo_{turn}",
-                "name": "get_weather",
-                "input": {},
-            },
+            "delta": {"type": "input_json_delta", "partial_json": piece},
         }
-        for piece in ('{"city": ', '"Paris"}'):
-            yield Pause(0.05)
-            yield {
-                "type": "content_block_delta",
-                "index": 2,
-                "delta": {"type": "input_json_delta", "partial_json": piece},
-            }
-        yield {"type": "content_block_stop", "index": 2}
-    yield {
-        "type": "message_delta",
-        "delta": {"stop_reason": reason, "stop_sequence": None},
-        "usage": {"output_tokens": len(words) + 12},
-    }
-    yield {"type": "message_stop"}
+    yield {"type": "content_block_stop", "index": 2}

@@ -21,18 +21,7 @@ def demo_script(request: dict[str, Any], turn: int, aborted: Any) -> Iterator[De
     rid, model = f"resp_demo_{turn}", request.get("model", "demo")
     response = {"id": rid, "object": "response", "status": "in_progress", "model": model}
     yield {"type": "response.created", "response": response}
-    reasoning = {"id": f"rs_demo_{turn}", "type": "reasoning", "summary": []}
-    yield {"type": "response.output_item.added", "output_index": 0, "item": reasoning}
-    for piece in ("**Reading the question**\n\n", f"It has {len(text)} characters."):
-        yield Pause(0.05)
-        yield {
-            "type": "response.reasoning_summary_text.delta",
-            "item_id": reasoning["id"],
-            "output_index": 0,
-            "summary_index": 0,
-            "delta": piece,
-        }
-    yield {"type": "response.output_item.done", "output_index": 0, "item": reasoning}
+    yield from _reasoning(turn, text)
     message = {"id": f"msg_demo_{turn}", "type": "message", "role": "assistant", "content": []}
     yield {"type": "response.output_item.added", "output_index": 1, "item": message}
     words = f"You said: {text}. This answer streams from the demo OpenAI upstream.".split(" ")
@@ -49,27 +38,7 @@ def demo_script(request: dict[str, Any], turn: int, aborted: Any) -> Iterator[De
         }
     yield {"type": "response.output_item.done", "output_index": 1, "item": message}
     if "weather" in text.lower():
-        call = {
-            "id": f"fc_demo_{turn}",
-            "type": "function_call",
-            "call_id": f"call_demo_{turn}",
-            "name": "get_weather",
-            "arguments": "",
-        }
-        yield {"type": "response.output_item.added", "output_index": 2, "item": call}
-        for piece in ('{"city": ', '"Paris"}'):
-            yield Pause(0.05)
-            yield {
-                "type": "response.function_call_arguments.delta",
-                "item_id": call["id"],
-                "output_index": 2,
-                "delta": piece,
-            }
-        yield {
-            "type": "response.output_item.done",
-            "output_index": 2,
-            "item": {**call, "arguments": '{"city": "Paris"}'},
-        }
+        yield from _weather_call(turn)
     usage = {
         "input_tokens": 12 + len(text) // 4,
         "output_tokens": len(words) + 20,
@@ -78,4 +47,45 @@ def demo_script(request: dict[str, Any], turn: int, aborted: Any) -> Iterator[De
     yield {
         "type": "response.completed",
         "response": {**response, "status": "completed", "usage": usage},
+    }
+
+
+def _reasoning(turn: int, text: str) -> Iterator[DemoStep]:
+    """The reasoning item (output 0): a summary streamed in two pieces."""
+    reasoning = {"id": f"rs_demo_{turn}", "type": "reasoning", "summary": []}
+    yield {"type": "response.output_item.added", "output_index": 0, "item": reasoning}
+    for piece in ("**Reading the question**\n\n", f"It has {len(text)} characters."):
+        yield Pause(0.05)
+        yield {
+            "type": "response.reasoning_summary_text.delta",
+            "item_id": reasoning["id"],
+            "output_index": 0,
+            "summary_index": 0,
+            "delta": piece,
+        }
+    yield {"type": "response.output_item.done", "output_index": 0, "item": reasoning}
+
+
+def _weather_call(turn: int) -> Iterator[DemoStep]:
+    """The function call item (output 2), its arguments streamed in two pieces."""
+    call = {
+        "id": f"fc_demo_{turn}",
+        "type": "function_call",
+        "call_id": f"call_demo_{turn}",
+        "name": "get_weather",
+        "arguments": "",
+    }
+    yield {"type": "response.output_item.added", "output_index": 2, "item": call}
+    for piece in ('{"city": ', '"Paris"}'):
+        yield Pause(0.05)
+        yield {
+            "type": "response.function_call_arguments.delta",
+            "item_id": call["id"],
+            "output_index": 2,
+            "delta": piece,
+        }
+    yield {
+        "type": "response.output_item.done",
+        "output_index": 2,
+        "item": {**call, "arguments": '{"city": "Paris"}'},
     }

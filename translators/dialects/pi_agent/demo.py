@@ -16,13 +16,33 @@ def demo_script(frame: dict[str, Any], turn: int, aborted: Any) -> Iterator[Demo
     text = frame.get("message", "")
     usage = {"input": 20, "output": 12, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 32}
     assistant = {"role": "assistant", "content": [], "stopReason": "toolUse", "usage": usage}
+    yield {"type": "agent_start"}
+    yield from _reading_turn(assistant, f"call-{turn}")
+    yield {"type": "turn_start"}
+    answer = {**assistant, "stopReason": "stop"}
+    yield {"type": "message_start", "message": answer}
+    for word in f"You said: {text}. This answer streams from the demo pi agent.".split(" "):
+        if aborted():
+            return
+        yield Pause(0.04)
+        yield {
+            "type": "message_update",
+            "message": answer,
+            "assistantMessageEvent": {"type": "text_delta", "contentIndex": 0, "delta": word + " "},
+        }
+    yield {"type": "message_end", "message": answer}
+    yield {"type": "turn_end", "message": answer, "toolResults": []}
+    yield {"type": "agent_end", "messages": []}
+
+
+def _reading_turn(assistant: dict[str, Any], call_id: str) -> Iterator[DemoStep]:
+    """The first turn: a thought, a ``read`` tool call, and the agent running it."""
     call = {
         "type": "toolCall",
-        "id": f"call-{turn}",
+        "id": call_id,
         "name": "read",
         "arguments": {"path": "README.md"},
     }
-    yield {"type": "agent_start"}
     yield {"type": "turn_start"}
     yield {"type": "message_start", "message": assistant}
     yield {
@@ -66,18 +86,3 @@ def demo_script(frame: dict[str, Any], turn: int, aborted: Any) -> Iterator[Demo
         "isError": False,
     }
     yield {"type": "turn_end", "message": assistant, "toolResults": []}
-    yield {"type": "turn_start"}
-    answer = {**assistant, "stopReason": "stop"}
-    yield {"type": "message_start", "message": answer}
-    for word in f"You said: {text}. This answer streams from the demo pi agent.".split(" "):
-        if aborted():
-            return
-        yield Pause(0.04)
-        yield {
-            "type": "message_update",
-            "message": answer,
-            "assistantMessageEvent": {"type": "text_delta", "contentIndex": 0, "delta": word + " "},
-        }
-    yield {"type": "message_end", "message": answer}
-    yield {"type": "turn_end", "message": answer, "toolResults": []}
-    yield {"type": "agent_end", "messages": []}

@@ -40,9 +40,10 @@ from chunkbridge.gateway.turn.driver import DriverSettings, Totals, TurnDriver, 
 from chunkbridge.kit import RequestRejected
 from chunkbridge.translators.core.agent_loop import AgentLoop, LoopPhase, preliminary
 from chunkbridge.translators.core.closing import CloseReason, CloseRequest
+from chunkbridge.translators.core.event_translator import Chunk, EventTranslator
 from chunkbridge.translators.core.sse_codec import KEEPALIVE_FRAME, encode_chunks
 from chunkbridge.translators.core.steps import ReadyCall
-from chunkbridge.translators.core.turn import Chunk, EventTranslator, Turn
+from chunkbridge.translators.core.turn import Turn
 
 __all__ = ["PROGRESS_INTERVAL", "AgentDriver", "LoopParts", "NotOpened", "ToolRunner"]
 

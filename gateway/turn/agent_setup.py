@@ -40,8 +40,8 @@ from chunkbridge.protocol_specs.elicitation import (
 )
 from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL
 from chunkbridge.translators.core.agent_loop import AgentLoop, Ids, ToolPolicy
+from chunkbridge.translators.core.event_translator import EventTranslator
 from chunkbridge.translators.core.steps import ReadyCall
-from chunkbridge.translators.core.turn import EventTranslator
 
 __all__ = ["AgentSetup", "agent_setup", "random_ids"]
 

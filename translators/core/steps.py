@@ -38,8 +38,8 @@ from chunkbridge.translators.core.closing import CloseReason, CloseRequest, Defe
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from chunkbridge.translators.core.event_translator import EventTranslator, Item
     from chunkbridge.translators.core.guard import StreamGuard
-    from chunkbridge.translators.core.turn import EventTranslator, Item
 
 __all__ = ["ReadyCall", "StepJoin"]
 

@@ -23,9 +23,9 @@ prefix plus the orjson-encoded delta, byte-identical to the general path.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import Any
 
 import orjson
 
@@ -39,6 +39,7 @@ from chunkbridge.translators.core.closing import (
     CloseRequest,
     DeferredClose,
 )
+from chunkbridge.translators.core.event_translator import Chunk, EventTranslator, Item
 from chunkbridge.translators.core.gating import ConversionHook
 from chunkbridge.translators.core.guard import RepairHook, StreamGuard
 from chunkbridge.translators.core.message_assembly import MessageAssembler
@@ -46,40 +47,12 @@ from chunkbridge.translators.core.sse_codec import encode_chunk, encode_chunks
 from chunkbridge.translators.core.steps import StepJoin
 from chunkbridge.translators.core.surrogates import NOT_JSON, SurrogatePairs, loads_lenient
 
-__all__ = ["Chunk", "EventTranslator", "Item", "Turn", "TurnOptions"]
-
-Chunk = dict[str, Any]
-#: What a translator returns: chunks, the last of which may be a request to end the turn (now,
-#: or when the agent turns out to wait for the user).
-Item = Chunk | CloseRequest | DeferredClose
+__all__ = ["Turn", "TurnOptions"]
 
 _loads = orjson.loads
 _dumps = orjson.dumps
 _JSONDecodeError = orjson.JSONDecodeError
 _JSONEncodeError = orjson.JSONEncodeError
-
-
-class EventTranslator(Protocol):
-    """What the pipeline needs from a dialect's translator (``chunkbridge.kit.Translator``)."""
-
-    #: Raw frames that end the upstream stream normally (OpenAI's ``[DONE]``).
-    TERMINAL_FRAMES: ClassVar[frozenset[str]]
-
-    @property
-    def stats(self) -> Mapping[str, int]:
-        """Counts by kind (``unknown-event:<type>``, ``malformed-event``…), for the log line."""
-
-    @property
-    def text_id(self) -> str | None:
-        """The open text part that :meth:`fast_text_delta` streams into, if any."""
-
-    def feed(self, event: Any) -> Sequence[Item]: ...
-
-    def fast_text_delta(self, event: dict[str, Any]) -> str | None: ...
-
-    def end_of_stream(self, terminal: bool) -> Sequence[Item]: ...
-
-    def malformed(self, why: str, raw: Any) -> Sequence[Item]: ...
 
 
 @dataclass(slots=True)

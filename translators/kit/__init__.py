@@ -77,8 +77,8 @@ from chunkbridge.kit.turn_input import (
     is_answered,
 )
 from chunkbridge.translators.core.closing import CloseReason, CloseRequest, DeferredClose
+from chunkbridge.translators.core.event_translator import Chunk, Item
 from chunkbridge.translators.core.surrogates import join_surrogates
-from chunkbridge.translators.core.turn import Chunk, Item
 
 __all__ = [
     "AGENT_ERROR",

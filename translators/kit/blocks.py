@@ -16,8 +16,8 @@ from typing import Any, Literal
 import orjson
 
 from chunkbridge.kit.translator import IdFactory
+from chunkbridge.translators.core.event_translator import Chunk
 from chunkbridge.translators.core.surrogates import join_surrogates
-from chunkbridge.translators.core.turn import Chunk
 
 __all__ = ["IndexedParts", "StreamedToolCalls", "provider_metadata", "usage_metadata"]
 

@@ -39,7 +39,7 @@ from chunkbridge.kit.events import MalformedEvent, preview
 from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL
 from chunkbridge.protocol_specs.ui_message_stream import DATA_PREFIX
 from chunkbridge.translators.core.closing import CloseReason, CloseRequest, DeferredClose
-from chunkbridge.translators.core.turn import Chunk, Item
+from chunkbridge.translators.core.event_translator import Chunk, Item
 
 __all__ = ["IdFactory", "Translator", "TranslatorOptions", "UnknownEventPolicy", "counter_ids"]
 

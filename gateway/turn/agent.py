@@ -9,9 +9,12 @@ step-wise (``TurnOptions.gateway_tools``). The decisions are the sans-I/O
   model is still streaming the rest of its step;
 * when the model's step ended, each result is written as it arrives (``tool-output-available``
   or ``tool-output-error`` on the call's part; keep-alives while tools run), then the loop says
-  whether the model is called again — with the message so far, assembled from the bytes the
-  client was sent, as the continuation of the conversation the dialect builds its request from
-  — or how the turn ends;
+  whether the model is called again — with the message so far (the turn's assembler, fed each
+  chunk as it was made), as the continuation of the conversation the dialect builds its
+  request from — or how the turn ends;
+* where the turn is (:class:`~chunkbridge.translators.core.agent_loop.LoopPhase`) is the
+  loop's: a run cut short (its client gone, the turn going on detached) is run again and picks
+  up in its phase — a call started is not started again, a step's ending not decided twice;
 * a running call's progress (MCP ``notifications/progress``) is shown as a preliminary output
   of its part (``tool-output-available`` with ``preliminary: true``, the output the report
   ``{progress, total?, message?}``), which its result replaces: the newest report of each call,
@@ -19,8 +22,8 @@ step-wise (``TurnOptions.gateway_tools``). The decisions are the sans-I/O
 * a call whose server asks the user (an MCP elicitation; ``protocol_specs/elicitation.py``)
   becomes a question: a preliminary output on its part and an ``ask_user`` call signed with
   ``question_secret``; the turn ends after the step for the app to answer;
-* a continuation that approved gateway calls, or answered their questions, runs them first
-  (again, with the answer), then calls the model;
+* a continuation that released gateway calls — approved them, or answered their questions —
+  runs them first (again, with the answer), then calls the model;
 * Stop (or a timeout, or the client going away) cancels the running calls: the MCP client sends
   the server ``notifications/cancelled``, and the guard settles their parts as interrupted.
 """

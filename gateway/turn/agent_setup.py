@@ -8,10 +8,12 @@ sends the app's. A name on both sides is a configuration error (the model could 
 one it calls). Only model-provider dialects get tools: an agent backend runs its own.
 
 Each next model call is built by the dialect from the conversation the client sent, with the
-assistant message so far (assembled from what the client was sent) as its last message — the
-same request a client continuing the message would cause, so the loop needs nothing of a
-dialect beyond what a continuation needs. The questions gateway calls asked
-(``protocol_specs/elicitation.py``) are left out of it: they are the tools', not the model's.
+assistant message so far (the turn's one assembler: what the client builds) as its last message
+— the same request a client continuing the message would cause, so the loop needs nothing of a
+dialect beyond what a continuation needs. It is the model's history, not the app's view: the
+questions gateway calls asked (``protocol_specs/elicitation.py``) are left out (they are the
+tools', not the model's), and the calls split out of a ``tools_call`` batch are the one batch
+call again (``kit.provider.model_calls``).
 """
 
 from __future__ import annotations

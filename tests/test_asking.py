@@ -8,6 +8,7 @@ keep-alives are exact, whatever the machine is doing."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -225,16 +226,23 @@ async def test_the_live_gateway_keeps_what_an_agent_says_after_asking_in_passing
     assert not upstream.aborted("waiting") and not upstream.aborted("passing")
 
 
-@pytest.mark.conformance
-def test_the_asks_in_passing_recording_keeps_every_word_for_ai_5_6_7(real_clients) -> None:
-    recording = FIXTURES / "agent-ops-v2" / "question-in-passing.jsonl"
-    after = "All 42 tests pass. Tell me about the indentation when you can; I will use spaces"
+def asked_and_waiting(real_clients: Any, name: str) -> Iterator[tuple[int, Any]]:
+    """The recording ``name`` replayed for each of ai 5, 6 and 7, as its client reads it: it
+    asked, and the question is still answerable."""
+    recording = FIXTURES / "agent-ops-v2" / f"{name}.jsonl"
     for target in (5, 6, 7):
         body = replay_file("agent-ops-v2", recording, target=target)
         verdict = real_clients.check(body, majors=(target,))[target]
         assert verdict.ok and verdict.finish_reason == "tool-calls", (target, verdict.fatal)
+        assert verdict.parts("tool-ask_user")[0]["state"] == "input-available", target
+        yield target, verdict
+
+
+@pytest.mark.conformance
+def test_the_asks_in_passing_recording_keeps_every_word_for_ai_5_6_7(real_clients) -> None:
+    after = "All 42 tests pass. Tell me about the indentation when you can; I will use spaces"
+    for target, verdict in asked_and_waiting(real_clients, "question-in-passing"):
         assert verdict.text() == "I will start with the tests. " + after + " until then.", target
-        assert verdict.parts("tool-ask_user")[0]["state"] == "input-available"
         assert verdict.parts("tool-run_tests")[0]["state"] == "output-available"
 
 
@@ -242,16 +250,11 @@ def test_the_asks_in_passing_recording_keeps_every_word_for_ai_5_6_7(real_client
 def test_a_question_asked_mid_sentence_leaves_the_sentence_whole_for_ai_5_6_7(real_clients) -> None:
     """The text part stays open across the question's part: the client shows the agent's
     sentence as one text, the question after it (a tool call of the agent still closes it)."""
-    recording = FIXTURES / "agent-ops-v2" / "question-mid-sentence.jsonl"
     sentence = "I will name the module parser for now, and rename it if you prefer another."
-    for target in (5, 6, 7):
-        body = replay_file("agent-ops-v2", recording, target=target)
-        verdict = real_clients.check(body, majors=(target,))[target]
-        assert verdict.ok and verdict.finish_reason == "tool-calls", (target, verdict.fatal)
+    for target, verdict in asked_and_waiting(real_clients, "question-mid-sentence"):
         kinds = [p["type"] for p in verdict.message["parts"] if p["type"] != "step-start"]
         assert kinds == ["text", "tool-ask_user"], target
         assert verdict.parts("text")[0]["text"] == sentence, target
-        assert verdict.parts("tool-ask_user")[0]["state"] == "input-available"
 
 
 @pytest.mark.conformance

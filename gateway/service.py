@@ -24,6 +24,7 @@ from chunkbridge.gateway.stores.writer import TranscriptWriter
 from chunkbridge.gateway.telemetry import NO_TRACE, NoTrace, Telemetry, TurnTrace
 from chunkbridge.gateway.tools import ToolSources
 from chunkbridge.gateway.transports.connectors import Connector, connector_for
+from chunkbridge.gateway.transports.tls import client_tls
 from chunkbridge.gateway.turn.agent import AgentDriver, NotOpened
 from chunkbridge.gateway.turn.agent_setup import AgentSetup, agent_setup
 from chunkbridge.gateway.turn.answers import QuestionAnswer, claim_answers, issue_approval
@@ -68,7 +69,7 @@ class Gateway:
         )
         self._retention: asyncio.Task[None] | None = None
         #: The MCP servers whose tools the gateway runs (``[tools.<server>]``).
-        self.tools = ToolSources(config.tools) if config.tools else None
+        self.tools = ToolSources(config.tools, client_tls(config)) if config.tools else None
         #: The agent loop, once the tools are listed (:meth:`start`).
         self.agent: AgentSetup | None = None
         #: Signs the approvals of gateway tools when no ``approval_secret`` is set (an approved

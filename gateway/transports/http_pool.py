@@ -20,7 +20,7 @@ import time
 
 import h11
 
-from chunkbridge.gateway.errors import UpstreamClosed
+from chunkbridge.gateway.errors import UpstreamClosed, UpstreamTimeout
 from chunkbridge.gateway.transports.base import map_upstream_errors
 from chunkbridge.gateway.transports.http_connection import (
     DEFAULT_MAX_EVENT_BYTES,
@@ -88,9 +88,11 @@ class HttpConnectionPool:
                     shell = await self.connect(origin, connect_timeout)
             try:
                 shell.send(head, body, choose_decoder)
-                with map_upstream_errors("response"):
-                    async with asyncio.timeout(response_timeout):
-                        return shell, await asyncio.shield(shell.response_ready)
+                async with asyncio.timeout(response_timeout):
+                    return shell, await shell.response_ready
+            except TimeoutError:
+                shell.close()
+                raise UpstreamTimeout(detail="response: timed out") from None
             except UpstreamClosed:
                 shell.close()
                 if shell is reused and not shell.received_any:

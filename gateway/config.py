@@ -121,9 +121,8 @@ class GatewayConfig(BaseModel):
         0.5,
         gt=0,
         le=60,
-        description="after the agent asks the user (a question, a tool approval), this much "
-        "upstream silence ends the turn waiting for the answer; an agent that goes on streams "
-        "into the same message, s",
+        description="after the agent asks (a question, an approval), this much upstream silence "
+        "ends the turn waiting for the answer; an agent that goes on streams into that message, s",
     )
     drain_timeout: float = Field(10.0, ge=0, description="SIGTERM: seconds streams get to end")
     workers: int = Field(
@@ -161,8 +160,7 @@ class GatewayConfig(BaseModel):
         "off",
         description="resumable streams: off (a disconnect aborts the upstream turn), memory "
         "(one process: the turn runs on into a chunk log that GET …/chat/<chat id>/stream "
-        "replays and follows; POST …/stop ends it), redis (the same, shared by every instance "
-        "on redis_url)",
+        "replays and follows; POST …/stop ends it), redis (the same, for all instances: redis_url)",
     )
     redis_url: str = Field(
         "redis://127.0.0.1:6379/0", description="Redis for resume = redis (redis:// or rediss://)"
@@ -180,6 +178,8 @@ class GatewayConfig(BaseModel):
     upstream_retries: int = Field(
         3, ge=0, le=10, description="HTTP upstreams: retries of 429/5xx before the first byte"
     )
+    tls_client_cert: Path | None = Field(None, description="mTLS: client certificate (PEM)")
+    tls_client_key: Path | None = Field(None, description="its key, if not in that file (PEM)")
 
     prompt_frame: dict[str, Any] | None = Field(
         None, description="JSON template replacing the dialect's prompt frame (WebSocket)"

@@ -20,6 +20,7 @@ from chunkbridge.gateway.stores.writer import TranscriptWriter
 from chunkbridge.gateway.telemetry import NO_TRACE, NoTrace, Telemetry, TurnTrace
 from chunkbridge.gateway.tools import ToolSources
 from chunkbridge.gateway.transports.connectors import Connector, connector_for
+from chunkbridge.gateway.transports.tls import client_tls
 from chunkbridge.gateway.turn.agent_setup import AgentSetup, agent_setup
 from chunkbridge.gateway.turn.driver import DriverSettings
 from chunkbridge.gateway.turn.opening import admit, assemble, connect, delivered
@@ -54,7 +55,7 @@ class Gateway:
         )
         self._retention: asyncio.Task[None] | None = None
         #: The MCP servers whose tools the gateway runs (``[tools.<server>]``).
-        self.tools = ToolSources(config.tools) if config.tools else None
+        self.tools = ToolSources(config.tools, client_tls(config)) if config.tools else None
         #: The agent loop, once the tools are listed (:meth:`start`).
         self.agent: AgentSetup | None = None
         #: Signs the approvals of gateway tools when no ``approval_secret`` is set (an approved

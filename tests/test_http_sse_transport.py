@@ -68,14 +68,16 @@ def replies(raw: bytes) -> Callable[[RawServer], Handler]:
 
 @contextlib.asynccontextmanager
 async def raw_server(
-    handler: Callable[[RawServer], Handler],
+    handler: Callable[[RawServer], Handler], tls: ssl.SSLContext | None = None
 ) -> AsyncIterator[tuple[str, RawServer]]:
+    """Serves ``handler`` on 127.0.0.1 (over TLS with ``tls``: its URL then names localhost)."""
     state = RawServer(lambda r, w: asyncio.sleep(0))
     state.handler = handler(state)
-    server = await asyncio.start_server(state._serve, "127.0.0.1", 0)
+    server = await asyncio.start_server(state._serve, "127.0.0.1", 0, ssl=tls)
     port = server.sockets[0].getsockname()[1]
+    base = f"https://localhost:{port}" if tls else f"http://127.0.0.1:{port}"
     try:
-        yield f"http://127.0.0.1:{port}/v1/stream?x=1", state
+        yield f"{base}/v1/stream?x=1", state
     finally:
         server.close()
 
@@ -322,7 +324,7 @@ async def test_https_upstreams_are_verified_and_kept_alive() -> None:
     port = server.sockets[0].getsockname()[1]
     url = f"https://localhost:{port}/v1/stream"
     try:
-        pool = HttpConnectionPool(ssl_context=client_context)
+        pool = HttpConnectionPool(client_context)
         for _ in range(2):
             upstream = await open_(pool, url)
             assert await drain(upstream) == ["secure"]

@@ -15,6 +15,7 @@ from chunkbridge.gateway.errors import UpstreamClosed, UpstreamEventTooLarge, Up
 from chunkbridge.gateway.transports.base import UpstreamEnded
 from chunkbridge.gateway.transports.http_connection import HttpConnection, Origin
 from chunkbridge.gateway.transports.http_pool import HttpConnectionPool
+from chunkbridge.gateway.transports.http_sse import upstream_body
 from chunkbridge.kit import HttpRequest, HttpSseContract
 from tests.gateway_harness import post, running_gateway, user_body
 from tests.helpers import decode_sse
@@ -175,7 +176,7 @@ def requested_shell(transport: FakeTransport) -> HttpConnection:
     shell = HttpConnection(Origin("http", "127.0.0.1", 80))
     shell.connection_made(transport)  # type: ignore[arg-type]
     headers = [("host", "x"), ("content-length", "2")]
-    shell.send(h11.Request(method="POST", target="/", headers=headers), b"{}")
+    shell.send(h11.Request(method="POST", target="/", headers=headers), b"{}", upstream_body)
     return shell
 
 

@@ -15,6 +15,8 @@ import pytest
 import trustme
 
 from chunkbridge.gateway.tools.http_transport import mcp_http_client
+from tests.test_http_client import clear_proxies, first_lines, http_proxy, origin
+from tests.test_http_sse_transport import raw_server
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, int], Awaitable[None]]
 
@@ -63,6 +65,17 @@ def response(body: bytes, status: str = "200 OK", kind: bytes = b"application/js
     )
 
 
+def answering(body: bytes) -> Handler:
+    """A server that answers every request of a connection with ``body``."""
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        while True:
+            await read_request(reader)
+            writer.write(response(body))
+
+    return serve
+
+
 async def test_requests_go_out_whole_and_a_connection_is_kept_for_the_next() -> None:
     seen: list[tuple[bytes, dict[bytes, bytes], bytes]] = []
 
@@ -75,7 +88,7 @@ async def test_requests_go_out_whole_and_a_connection_is_kept_for_the_next() -> 
 
     async with (
         server(echo) as (base, ports),
-        mcp_http_client("http://127.0.0.1", {"x-api-key": "k1"}) as client,
+        mcp_http_client({"x-api-key": "k1"}) as client,
     ):
         first = await client.post(f"{base}/mcp?x=1", content=b"one")
         second = await client.post(f"{base}/mcp", content=b"missing")
@@ -110,7 +123,7 @@ async def test_a_body_arrives_as_it_is_sent() -> None:
         writer.write(b"%x\r\n" % len(big) + big + b"\r\n0\r\n\r\n")
         await writer.drain()
 
-    async with server(stream) as (base, _), mcp_http_client("http://127.0.0.1") as client:
+    async with server(stream) as (base, _), mcp_http_client() as client:
         async with client.stream("GET", f"{base}/mcp") as streamed:
             pieces = streamed.aiter_bytes()
             first = await asyncio.wait_for(anext(pieces), 5)  # before the rest is sent
@@ -130,7 +143,7 @@ async def test_a_kept_connection_the_server_closed_is_replaced_once() -> None:
         await read_request(reader)  # the next request on this connection: closed, unanswered
         writer.transport.abort()
 
-    async with server(one_each) as (base, ports), mcp_http_client("http://127.0.0.1") as client:
+    async with server(one_each) as (base, ports), mcp_http_client() as client:
         first = await client.post(f"{base}/mcp", content=b"a")
         second = await client.post(f"{base}/mcp", content=b"b")
     assert (first.json(), second.json()) == ({"n": 1}, {"n": 2})
@@ -148,7 +161,7 @@ async def test_failures_are_httpx_errors() -> None:
         await writer.drain()
         writer.transport.abort()
 
-    async with mcp_http_client("http://127.0.0.1") as client:
+    async with mcp_http_client() as client:
         with pytest.raises(httpx2.ConnectError):
             await client.get("http://127.0.0.1:1/mcp")
         async with server(silent) as (base, _):
@@ -179,7 +192,7 @@ async def test_a_response_left_unread_closes_its_connection() -> None:
         writer.write(response(b"{}"))
         await writer.drain()
 
-    async with server(endless) as (base, ports), mcp_http_client("http://127.0.0.1") as client:
+    async with server(endless) as (base, ports), mcp_http_client() as client:
 
         async def read_forever() -> None:
             async with client.stream("GET", f"{base}/mcp") as streamed:
@@ -196,11 +209,11 @@ async def test_a_response_left_unread_closes_its_connection() -> None:
     assert after.status_code == 200 and len(ports) == 2
 
 
-async def test_https_is_verified_as_httpx_verifies_it(
+async def test_https_is_verified_by_the_gateways_tls_policy(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """TLS with a test CA: trusted through ``SSL_CERT_FILE`` (as httpx reads it) the request
-    goes through, SNI and verification included; a server of a CA nobody trusts is refused."""
+    """TLS with a test CA: trusted through ``SSL_CERT_FILE`` the request goes through, SNI and
+    verification included; a server of a CA nobody trusts is refused (as httpx says it)."""
     ca, stranger = trustme.CA(), trustme.CA()
     trusted, untrusted = (ssl.create_default_context(ssl.Purpose.CLIENT_AUTH) for _ in "ab")
     ca.issue_cert("localhost").configure_cert(trusted)
@@ -208,12 +221,8 @@ async def test_https_is_verified_as_httpx_verifies_it(
     ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
     monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "ca.pem"))
 
-    async def secure(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
-        while True:
-            await read_request(reader)
-            writer.write(response(b'{"secure":true}'))
-
-    async with mcp_http_client("http://127.0.0.1") as client:
+    secure = answering(b'{"secure":true}')
+    async with mcp_http_client() as client:
         async with server(secure, trusted) as (base, ports):
             answers = [(await client.post(f"{base}/mcp", content=b"{}")).json() for _ in "ab"]
         async with server(secure, untrusted) as (base, _):
@@ -222,24 +231,36 @@ async def test_https_is_verified_as_httpx_verifies_it(
     assert answers == [{"secure": True}] * 2 and len(ports) == 1
 
 
-async def test_a_proxy_the_environment_names_is_gone_through(
-    monkeypatch: pytest.MonkeyPatch,
+async def test_the_environments_proxies_are_gone_through_as_for_upstreams(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``HTTP_PROXY`` for the server's URL: httpx's own transport, through the proxy (a custom
-    transport would turn httpx's proxies off); ``NO_PROXY`` for it: straight there."""
-    asked: list[bytes] = []
+    """The MCP client's connections are the upstreams' (``test_http_client``): ``HTTP_PROXY``
+    gets absolute-form requests, ``HTTPS_PROXY`` a ``CONNECT`` tunnel with TLS to the server
+    inside, and ``NO_PROXY`` sends a server's requests straight to it."""
+    clear_proxies(monkeypatch)
+    ca = trustme.CA()
+    trusted = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("mcp.test").configure_cert(trusted)
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "ca.pem"))
 
-    async def proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
-        asked.append((await read_request(reader))[0])
-        writer.write(response(b'{"via":"proxy"}'))
-        await writer.drain()
-
-    async with server(proxy) as (proxy_base, _):
-        monkeypatch.setenv("HTTP_PROXY", proxy_base)
+    answer = answering(b'{"via":"server"}')
+    async with (
+        raw_server(http_proxy(response(b'{"via":"proxy"}'))) as (proxy, heard),
+        server(answer) as (plain, _),
+        server(answer, trusted) as (secure, _),
+    ):
+        monkeypatch.setenv("HTTP_PROXY", origin(proxy))
+        monkeypatch.setenv("HTTPS_PROXY", origin(proxy))
         monkeypatch.setenv("NO_PROXY", "127.0.0.1")
-        async with mcp_http_client("http://mcp.example/mcp") as client:
-            proxied = await client.post("http://mcp.example/mcp", content=b"{}")
-        async with mcp_http_client(proxy_base + "/mcp") as client:
-            direct = await client.post(proxy_base + "/mcp", content=b"{}")
-    assert proxied.json() == direct.json() == {"via": "proxy"}
-    assert asked == [b"POST http://mcp.example/mcp HTTP/1.1", b"POST /mcp HTTP/1.1"]
+        async with mcp_http_client() as client:
+            proxied = await client.post("http://mcp.test/mcp", content=b"{}")
+            direct = await client.post(plain + "/mcp", content=b"{}")
+            tunnelled = await client.post(secure.replace("localhost", "mcp.test") + "/mcp")
+    assert proxied.json() == {"via": "proxy"}
+    assert direct.json() == tunnelled.json() == {"via": "server"}
+    port = secure.rsplit(":", 1)[1]
+    assert first_lines(heard) == [
+        b"POST http://mcp.test/mcp HTTP/1.1",
+        f"CONNECT mcp.test:{port} HTTP/1.1".encode(),
+    ]

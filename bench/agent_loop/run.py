@@ -192,7 +192,7 @@ async def sdk_floor(mcp: str, calls: int = 200, ours: bool = False) -> float:
     from chunkbridge.gateway.tools.http_transport import mcp_http_client
 
     url = f"{mcp}/mcp"
-    http = mcp_http_client(url) if ours else None
+    http = mcp_http_client() if ours else None
     async with Client(streamable_http_client(url, http_client=http) if ours else url) as client:
         await client.list_tools()
         for _ in range(20):

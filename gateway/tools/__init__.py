@@ -13,6 +13,7 @@ next turns offer the new list (turns under way keep theirs).
 
 from __future__ import annotations
 
+import ssl
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -47,9 +48,11 @@ __all__ = [
 class ToolSources:
     """Every configured tool server, and the catalog of their tools (see the module)."""
 
-    def __init__(self, settings: Mapping[str, ToolServerSettings]) -> None:
+    def __init__(
+        self, settings: Mapping[str, ToolServerSettings], tls: ssl.SSLContext | None = None
+    ) -> None:
         self.settings = dict(settings)
-        self.sources = {name: McpToolSource(name, s) for name, s in self.settings.items()}
+        self.sources = {name: McpToolSource(name, s, tls) for name, s in self.settings.items()}
         self.catalog: dict[str, CatalogTool] = {}
         self.log = get_logger("chunkbridge.tools")
         #: Called after the catalog was built again (a server's tools changed).

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 from collections.abc import Callable
 from typing import Any
 
@@ -62,9 +63,13 @@ class ToolSourceUnavailable(Exception):
 class McpToolSource:
     """One configured MCP server (see the module)."""
 
-    def __init__(self, name: str, settings: ToolServerSettings) -> None:
+    def __init__(
+        self, name: str, settings: ToolServerSettings, tls: ssl.SSLContext | None = None
+    ) -> None:
         self.name = name
         self.settings = settings
+        #: For https servers: the context with the gateway's client certificate (mTLS), if any.
+        self.tls = tls
         self.tools: list[RemoteTool] = []
         #: Called after the tool list was read again (the server said it changed).
         self.on_change: Callable[[McpToolSource], None] = lambda source: None
@@ -103,7 +108,7 @@ class McpToolSource:
 
         from chunkbridge.gateway.tools.http_transport import mcp_http_client
 
-        http = mcp_http_client(settings.url, settings.headers or None)
+        http = mcp_http_client(settings.headers or None, self.tls)
         self._stack.push_async_callback(http.aclose)
         return Client(streamable_http_client(settings.url, http_client=http), **hooks)
 

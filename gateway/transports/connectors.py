@@ -86,13 +86,12 @@ class WebSocketConnector:
 class HttpSseConnector:
     def __init__(self, url: str, contract: HttpSseContract, config: GatewayConfig) -> None:
         from chunkbridge.gateway.transports.http_pool import HttpConnectionPool
+        from chunkbridge.gateway.transports.tls import client_tls
 
         self.url = url
         self.contract = contract
         self.config = config
-        # No limit on connections: each turn holds one for its whole stream, and the number of
-        # turns is the gateway's to bound (max_turns_per_session), not the pool's.
-        self.pool = HttpConnectionPool(max_event_bytes=config.max_event_bytes)
+        self.pool = HttpConnectionPool(client_tls(config), config.max_event_bytes)
 
     async def open(self, turn: TurnInput, forward: dict[str, str]) -> Upstream:
         from chunkbridge.gateway.transports.http_sse import open_http_sse

@@ -1,22 +1,26 @@
-"""HTTP/1.1 connections to upstreams, kept alive and reused per origin: the transport under
-:mod:`~chunkbridge.gateway.transports.http_sse`.
+"""One HTTP/1.1 client connection: h11's Sans-I/O client state machine in a thin asyncio protocol,
+the gateway's only HTTP client. It carries the turns of HTTP upstreams
+(:mod:`~chunkbridge.gateway.transports.http_sse`) and the MCP client's requests
+(:mod:`chunkbridge.gateway.tools.http_transport`); the pool
+(:mod:`~chunkbridge.gateway.transports.http_pool`) opens, keeps and reuses them.
 
-h11's Sans-I/O HTTP/1.1 client state machine does the protocol (framing, chunked bodies, keep-alive
-rules) and :class:`HttpConnection` is the thin asyncio shell around it, as
-:mod:`chunkbridge.gateway.transports.websocket` is for websockets' protocol: a ``data_received``
-call decodes what one socket read brought in
-(:class:`~chunkbridge.translators.core.sse_codec.SseDecoder`, one frame per ``data:`` payload; or
-one per line for a newline-delimited JSON body, by its ``Content-Type``) into a deque that ``recv``
-pops, so the turn driver takes every event of a read in one go. A general-purpose async client costs
-several awaits per body chunk through its stream layers, which on a token stream (one event per
-read) was most of the gateway's CPU per event (bench/RESULTS.md).
+h11 does the protocol (framing, chunked bodies, keep-alive rules) and :class:`HttpConnection` is
+the shell around it, as :mod:`chunkbridge.gateway.transports.websocket` is for websockets'
+protocol: a ``data_received`` call hands what one socket read brought of the body to the
+exchange's :class:`BodyDecoder` in one piece (SSE events, JSON lines, or the bytes as they are)
+and puts what it gives into a deque that the reader pops, so a reader takes everything of a read
+in one go. A general-purpose async client costs several awaits per body chunk through its stream
+layers, which on a token stream (one event per read) was most of the gateway's CPU per event,
+and on an MCP call a fifth of a turn's (bench/RESULTS.md).
 
-Flow control is by characters: above :data:`READ_HIGH_WATER` received but not taken, the shell
-stops reading the socket (a slow client slows the provider down instead of growing our memory),
-and it stops reading while the driver lets a burst gather. Connections are kept alive and reused
-per origin (:mod:`~chunkbridge.gateway.transports.http_pool`).
+Flow control is by the size of what is held (characters or bytes): above :data:`READ_HIGH_WATER`
+received but not taken, the shell stops reading the socket (a slow reader slows the server down
+instead of growing our memory), and it stops reading while a reader lets a burst gather.
 
-Not supported: proxies, compressed bodies (the request asks for none), HTTP/2.
+Errors are the gateway's own (:mod:`chunkbridge.gateway.errors`): a connection lost or a response
+h11 cannot read is :class:`~chunkbridge.gateway.errors.UpstreamClosed`; the MCP side maps them to
+``httpx2``'s at its boundary. Not supported: compressed bodies on the upstream side (its requests
+ask for none), HTTP/2.
 """
 
 from __future__ import annotations
@@ -24,8 +28,9 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import h11
@@ -37,32 +42,69 @@ from chunkbridge.gateway.errors import (
     UpstreamUnavailable,
 )
 from chunkbridge.gateway.transports.base import UpstreamEnded
-from chunkbridge.translators.core.sse_codec import SseDecoder
 
 __all__ = [
-    "CLOSE_TIMEOUT",
     "DEFAULT_MAX_EVENT_BYTES",
-    "MAX_ERROR_BODY",
     "READ_HIGH_WATER",
     "WOKEN",
+    "BodyDecoder",
+    "ChooseDecoder",
+    "Frame",
     "HttpConnection",
     "Origin",
+    "RawBody",
     "header_value",
 ]
 
-#: Received-but-not-taken characters above which the body is not read; reading resumes below a
-#: quarter of it.
+#: Received-but-not-taken characters (or bytes) above which the body is not read; reading resumes
+#: below a quarter of it.
 READ_HIGH_WATER = 64 * 1024
-#: How long closing may take.
-CLOSE_TIMEOUT = 1.0
-#: Largest error body read (the provider's message is in its first bytes).
-MAX_ERROR_BODY = 64 * 1024
 #: Largest single upstream event (``max_event_bytes``): an SSE event or an NDJSON line that
-#: grows past it without ending fails the turn instead of the gateway's memory.
+#: grows past it without ending fails the exchange instead of the gateway's memory.
 DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024
+#: What a reader's :meth:`HttpConnection.wait` returns when a timer (not the body) woke it.
 WOKEN = object()
 _NEED_DATA = h11.NEED_DATA
 _DATA = h11.Data
+
+#: One decoded piece of a body: an event's text, or bytes as they came.
+Frame = str | bytes
+
+
+class BodyDecoder(Protocol):
+    """A body's framing, fed one read at a time (httpx's decoder shape)."""
+
+    def frames(self, data: bytes) -> list[str] | list[bytes]:
+        """The frames ``data`` completes (the rest is kept for the next call); ``data`` may be
+        a view of h11's buffer, valid only during the call."""
+
+    @property
+    def pending(self) -> int:
+        """Size of the frame under way (it counts towards the high-water mark)."""
+
+    def flush(self) -> Frame | None:
+        """At the body's end: the frame under way, if it is one."""
+
+
+#: Chooses the body's decoder from the response head; may raise an ``UpstreamError`` to refuse
+#: the response (the exchange then fails with it).
+ChooseDecoder = Callable[[h11.Response], BodyDecoder]
+
+
+class RawBody:
+    """The body as it arrives: one frame of bytes per read."""
+
+    pending = 0
+
+    def frames(self, data: bytes) -> list[bytes]:
+        return [bytes(data)]  # h11 may hand over a view of its buffer
+
+    def flush(self) -> Frame | None:
+        return None
+
+
+def raw_body(response: h11.Response) -> BodyDecoder:
+    return RawBody()
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,8 +131,8 @@ class Origin:
 
 
 class HttpConnection(asyncio.Protocol):
-    """asyncio's callbacks in, h11 calls and a deque of SSE ``data`` payloads out. One shell is
-    one connection; it serves one request at a time and may be reused for the next."""
+    """asyncio's callbacks in, h11 calls and a deque of decoded frames out. One shell is one
+    connection; it serves one request at a time and may be reused for the next."""
 
     def __init__(self, origin: Origin, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
         self.origin = origin
@@ -100,23 +142,23 @@ class HttpConnection(asyncio.Protocol):
         loop = asyncio.get_running_loop()
         self.lost: asyncio.Future[None] = loop.create_future()
         self.idle_since = 0.0
+        self.choose_decoder: ChooseDecoder = raw_body
         self._reset(loop)
 
     def _reset(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.frames: deque[str] = deque()
+        self.frames: deque[Frame] = deque()
         self.size = 0
         self.high_water = READ_HIGH_WATER
         self.low_water = READ_HIGH_WATER // 4
         self.flow_paused = False
         self.gathering = False
-        self.decoder: SseFrames | JsonLinesDecoder = SseFrames()
+        self.decoder: BodyDecoder = RawBody()
         #: Set when the response head arrived (or the connection failed before it).
         self.response_ready: asyncio.Future[h11.Response] = loop.create_future()
-        self.status = 0
-        self.error_body: list[bytes] = []
-        self.error_size = 0
         #: How the body ended (``UpstreamEnded`` or an error), once it did.
         self.end: Exception | None = None
+        #: Whether any byte came on this exchange: a kept-alive connection closed before any did
+        #: had processed nothing, so its request may go again (the pool's one retry).
         self.received_any = False
         self.waiter: asyncio.Future[Any] | None = None
 
@@ -139,7 +181,9 @@ class HttpConnection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         if self.end is None and self.transport is not None:
             detail = f"receive: {exc}" if exc else "receive: the connection was closed"
-            self._fail(UpstreamClosed(detail=detail))
+            error = UpstreamClosed(detail=detail)
+            error.__cause__ = exc
+            self._fail(error)
         if not self.lost.done():
             self.lost.set_result(None)
 
@@ -154,27 +198,16 @@ class HttpConnection(asyncio.Protocol):
                 if event is _NEED_DATA or event is h11.PAUSED:
                     break
                 if event.__class__ is _DATA:
-                    if self.status < 300:
-                        body.append(event.data)
-                    elif self.error_size < MAX_ERROR_BODY:
-                        self.error_body.append(bytes(event.data))
-                        self.error_size += len(event.data)
+                    body.append(event.data)
                 elif isinstance(event, h11.Response):
-                    self.status = event.status_code
-                    if header_value(event, b"content-type").split(b";")[0].strip() in _JSON_LINES:
-                        self.decoder = JsonLinesDecoder()
-                    encoding = header_value(event, b"content-encoding")
-                    if encoding not in (b"", b"identity") and self.status < 300:
-                        raise UpstreamUnavailable(
-                            detail=f"compressed response ({encoding.decode()}) not supported"
-                        )
+                    self.decoder = self.choose_decoder(event)
                     if not self.response_ready.done():
                         self.response_ready.set_result(event)
                 elif isinstance(event, h11.EndOfMessage):
                     self._decode(body)
                     body = []
                     tail = self.decoder.flush()  # a last event without its blank line
-                    if tail is not None and self.status < 300:
+                    if tail is not None:
                         self.frames.append(tail)
                     self.end = UpstreamEnded()
                     break
@@ -227,24 +260,33 @@ class HttpConnection(asyncio.Protocol):
 
     def _wake(self, value: Any) -> None:
         waiter = self.waiter
-        if waiter is None or waiter.done():
-            return
-        # an error body is read up to MAX_ERROR_BODY only: past it, nothing more is awaited
-        if self.frames or self.end is not None or self.error_size >= MAX_ERROR_BODY:
+        if waiter is not None and not waiter.done() and (self.frames or self.end is not None):
             waiter.set_result(value)
 
-    def send(self, request: h11.Request, body: bytes) -> None:
+    # -- the exchange ----------------------------------------------------------------------------
+
+    def send(self, request: h11.Request, body: bytes, choose_decoder: ChooseDecoder) -> None:
+        """Write the whole request; its response's body is decoded by ``choose_decoder``'s pick."""
         assert self.transport is not None
+        self.choose_decoder = choose_decoder
         conn = self.conn
         self.transport.write(
             b"".join(
                 (
                     conn.send(request) or b"",
-                    conn.send(h11.Data(body)) or b"",
+                    conn.send(h11.Data(body)) or b"" if body else b"",
                     conn.send(h11.EndOfMessage()) or b"",
                 )
             )
         )
+
+    async def wait(self) -> Any:
+        """Until a frame or the end arrives (``None``), or a waker sets :data:`WOKEN`."""
+        self.waiter = waiter = asyncio.get_running_loop().create_future()
+        try:
+            return await waiter
+        finally:
+            self.waiter = None
 
     @property
     def reusable(self) -> bool:
@@ -290,51 +332,6 @@ class HttpConnection(asyncio.Protocol):
     def close(self) -> None:
         if self.transport is not None and not self.lost.done():
             self.transport.abort()
-
-
-#: Content types of newline-delimited JSON bodies (one event per line instead of SSE).
-_JSON_LINES = frozenset({b"application/x-ndjson", b"application/jsonl", b"application/json-lines"})
-
-
-class SseFrames:
-    """Server-sent events: one frame per ``data:`` payload (the SSE codec's events)."""
-
-    def __init__(self) -> None:
-        self._decoder = SseDecoder()
-
-    def frames(self, data: bytes) -> list[str]:
-        return [event.data for event in self._decoder.decode_bytes(data)]
-
-    @property
-    def pending(self) -> int:
-        """Characters of the event under way."""
-        return self._decoder.pending
-
-    def flush(self) -> str | None:
-        tail = self._decoder.flush()
-        return None if tail is None else tail.data
-
-
-class JsonLinesDecoder:
-    """Newline-delimited JSON: one frame per non-empty line (the other framing agent servers use,
-    chosen by the response's ``Content-Type``)."""
-
-    def __init__(self) -> None:
-        self._buffer = b""
-
-    def frames(self, data: bytes) -> list[str]:
-        lines = (self._buffer + data).split(b"\n")
-        self._buffer = lines.pop()
-        return [line.decode("utf-8", "replace") for line in lines if line.strip()]
-
-    @property
-    def pending(self) -> int:
-        """Bytes of the line under way."""
-        return len(self._buffer)
-
-    def flush(self) -> str | None:
-        tail, self._buffer = self._buffer, b""
-        return tail.decode("utf-8", "replace") if tail.strip() else None
 
 
 def header_value(response: h11.Response, name: bytes) -> bytes:

@@ -2,14 +2,14 @@
 
 One request per turn: the dialect's :class:`~chunkbridge.kit.HttpRequest` (a path under the
 configured upstream URL, headers such as the API key, a JSON body), on a connection of the pool
-(:mod:`~chunkbridge.gateway.transports.http_connection`). Before the first byte, the statuses the
+(:mod:`~chunkbridge.gateway.transports.http_pool`), its body read as SSE or JSON lines
+(:func:`upstream_body`). Before the first byte, the statuses the
 dialect names (429 and 5xx by default) are retried with exponential backoff, honouring
 ``Retry-After`` (capped), at most ``retries`` times. 401/403 raise
 :class:`~chunkbridge.gateway.errors.UpstreamAuthRejected` (the caller knows whose credentials those
 were). Any other refusal becomes one frame through the dialect's ``error_frame`` (the turn then ends
-with the provider's own message in an ``error`` chunk), or a 502 when the dialect has none. A
-reused connection the server closed meanwhile is replaced once, transparently, before any byte of
-the answer. Redirects are not followed (a 3xx is a refusal: the upstream stays where the
+with the provider's own message in an ``error`` chunk), or a 502 when the dialect has none.
+Redirects are not followed (a 3xx is a refusal: the upstream stays where the
 configuration says).
 """
 
@@ -22,26 +22,28 @@ from collections import deque
 import h11
 import orjson
 
-from chunkbridge.gateway.errors import (
-    UpstreamAuthRejected,
-    UpstreamClosed,
-    UpstreamUnavailable,
-)
+from chunkbridge.gateway.errors import UpstreamAuthRejected, UpstreamUnavailable
 from chunkbridge.gateway.transports.base import UpstreamEnded, map_upstream_errors
 from chunkbridge.gateway.transports.http_connection import (
-    MAX_ERROR_BODY,
     WOKEN,
+    BodyDecoder,
+    Frame,
     HttpConnection,
     Origin,
     header_value,
 )
 from chunkbridge.gateway.transports.http_pool import HttpConnectionPool
 from chunkbridge.kit import HttpRequest, HttpSseContract
+from chunkbridge.translators.core.sse_codec import SseDecoder
 
 __all__ = ["HttpSseUpstream", "open_http_sse"]
 
 
 _MAX_BACKOFF = 8.0
+#: Largest error body read (the provider's message is in its first bytes).
+MAX_ERROR_BODY = 64 * 1024
+#: Content types of newline-delimited JSON bodies (one event per line instead of SSE).
+_JSON_LINES = frozenset({b"application/x-ndjson", b"application/jsonl", b"application/json-lines"})
 
 
 class HttpSseUpstream:
@@ -53,11 +55,11 @@ class HttpSseUpstream:
         self._shell = shell
         self._pool = pool
         if shell is None:
-            self._frames: deque[str] = deque(first_frames)
+            self._frames: deque[Frame] = deque(first_frames)
         else:
             self._frames = shell.frames
 
-    async def recv(self) -> str | None:
+    async def recv(self) -> Frame | None:
         frames = self._frames
         shell = self._shell
         while not frames:
@@ -112,32 +114,22 @@ def _retry_after(response: h11.Response, attempt: int) -> float:
     return min(0.5 * 2.0**attempt, _MAX_BACKOFF)
 
 
-async def _exchange(
-    pool: HttpConnectionPool,
-    origin: Origin,
-    request: h11.Request,
-    body: bytes,
-    connect_timeout: float,
-    first_byte_timeout: float,
-) -> tuple[HttpConnection, h11.Response]:
-    """Send on a kept-alive connection (one the server closed meanwhile is replaced once) or a
-    new one; the response head."""
-    reused = pool.take_idle(origin)
-    for shell in (reused, None):
-        if shell is None:
-            shell = await pool.connect(origin, connect_timeout)
-        shell.send(request, body)
-        try:
-            async with asyncio.timeout(first_byte_timeout):
-                return shell, await asyncio.shield(shell.response_ready)
-        except UpstreamClosed:
-            if shell is reused and not shell.received_any:
-                continue  # the server had closed the idle connection: once more, on a new one
-            raise
-        except BaseException:
-            shell.close()
-            raise
-    raise AssertionError("unreachable")  # pragma: no cover
+def _request_head(
+    origin: Origin, target: str, request: HttpRequest, forward: dict[str, str], length: int
+) -> h11.Request:
+    """The request's head: ours, then the client's ``forward`` headers, then the dialect's."""
+    all_headers = {
+        "host": origin.host_header,
+        "user-agent": "chunkbridge",
+        "content-type": "application/json",
+        "accept": "text/event-stream",
+        "accept-encoding": "identity",
+    }
+    all_headers.update({k.lower(): v for k, v in forward.items()})
+    all_headers.update({k.lower(): v for k, v in request.headers.items()})
+    all_headers["content-length"] = str(length)
+    all_headers.pop("transfer-encoding", None)
+    return h11.Request(method=request.method, target=target, headers=list(all_headers.items()))
 
 
 async def open_http_sse(
@@ -155,26 +147,18 @@ async def open_http_sse(
     with map_upstream_errors("connect"):
         origin, target = Origin.of(url)
     content = orjson.dumps(request.body)
-    all_headers = {
-        "host": origin.host_header,
-        "user-agent": "chunkbridge",
-        "content-type": "application/json",
-        "accept": "text/event-stream",
-        "accept-encoding": "identity",
-    }
-    all_headers.update({k.lower(): v for k, v in headers.items()})
-    all_headers.update({k.lower(): v for k, v in request.headers.items()})
-    all_headers["content-length"] = str(len(content))
-    all_headers.pop("transfer-encoding", None)
     with map_upstream_errors("request"):  # e.g. a header value with a line break
-        h11_request = h11.Request(
-            method=request.method, target=target, headers=list(all_headers.items())
-        )
+        h11_request = _request_head(origin, target, request, headers, len(content))
     attempt = 0
     while True:
         with map_upstream_errors("connect"):
-            shell, response = await _exchange(
-                pool, origin, h11_request, content, connect_timeout, first_byte_timeout
+            shell, response = await pool.request(
+                origin,
+                h11_request,
+                content,
+                upstream_body,
+                connect_timeout=connect_timeout,
+                response_timeout=first_byte_timeout,
             )
         status = response.status_code
         if status < 300:
@@ -188,10 +172,9 @@ async def open_http_sse(
         with map_upstream_errors("error response"):
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(first_byte_timeout):
-                    while shell.end is None and shell.error_size < MAX_ERROR_BODY:
-                        shell.waiter = asyncio.get_running_loop().create_future()
-                        await shell.waiter
-            body = b"".join(shell.error_body)
+                    while shell.end is None and shell.size < MAX_ERROR_BODY:
+                        await shell.wait()
+            body = b"".join(piece for piece in shell.frames if isinstance(piece, bytes))
             shell.close()
         if status in (401, 403):
             raise UpstreamAuthRejected(status, detail=f"upstream answered {status}")
@@ -201,3 +184,76 @@ async def open_http_sse(
         if frame is None:
             raise UpstreamUnavailable(detail=f"upstream answered {status}")
         return HttpSseUpstream(None, None, [frame])
+
+
+def upstream_body(response: h11.Response) -> BodyDecoder:
+    """The decoder of an upstream's answer: SSE, or JSON lines by its ``Content-Type``; an error
+    answer's first :data:`MAX_ERROR_BODY` bytes as they are. A compressed answer is refused (the
+    request asks for none; decoding it is not worth its cost on every event)."""
+    if response.status_code >= 300:
+        return ErrorBody()
+    encoding = header_value(response, b"content-encoding")
+    if encoding not in (b"", b"identity"):
+        raise UpstreamUnavailable(detail=f"compressed response ({encoding.decode()}) not supported")
+    if header_value(response, b"content-type").split(b";")[0].strip() in _JSON_LINES:
+        return JsonLinesDecoder()
+    return SseFrames()
+
+
+class ErrorBody:
+    """An error answer's body, up to :data:`MAX_ERROR_BODY` bytes (the rest is not kept)."""
+
+    pending = 0
+
+    def __init__(self) -> None:
+        self.size = 0
+
+    def frames(self, data: bytes) -> list[bytes]:
+        if self.size >= MAX_ERROR_BODY:
+            return []
+        self.size += len(data)
+        return [bytes(data)]
+
+    def flush(self) -> Frame | None:
+        return None
+
+
+class SseFrames:
+    """Server-sent events: one frame per ``data:`` payload (the SSE codec's events)."""
+
+    def __init__(self) -> None:
+        self._decoder = SseDecoder()
+
+    def frames(self, data: bytes) -> list[str]:
+        return [event.data for event in self._decoder.decode_bytes(data)]
+
+    @property
+    def pending(self) -> int:
+        """Characters of the event under way."""
+        return self._decoder.pending
+
+    def flush(self) -> str | None:
+        tail = self._decoder.flush()
+        return None if tail is None else tail.data
+
+
+class JsonLinesDecoder:
+    """Newline-delimited JSON: one frame per non-empty line (the other framing agent servers use,
+    chosen by the response's ``Content-Type``)."""
+
+    def __init__(self) -> None:
+        self._buffer = b""
+
+    def frames(self, data: bytes) -> list[str]:
+        lines = (self._buffer + data).split(b"\n")
+        self._buffer = lines.pop()
+        return [line.decode("utf-8", "replace") for line in lines if line.strip()]
+
+    @property
+    def pending(self) -> int:
+        """Bytes of the line under way."""
+        return len(self._buffer)
+
+    def flush(self) -> str | None:
+        tail, self._buffer = self._buffer, b""
+        return tail.decode("utf-8", "replace") if tail.strip() else None

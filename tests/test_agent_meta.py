@@ -4,6 +4,7 @@ its own approval — for every provider dialect, judged by the real ai 5, 6 and 
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -246,14 +247,26 @@ ARCHIVE_AND_ADD: list[tuple[str, list[Any]]] = [
 ]
 
 
-@pytest.mark.parametrize("approved", [True, False])
-@pytest.mark.parametrize("major", [5, 7])
+@pytest.mark.parametrize(
+    ("major", "approved", "history"),
+    [(5, True, None), (5, False, None), (7, True, None), (7, False, None), (7, True, "stored")],
+)
 async def test_each_call_of_a_batch_has_its_own_approval(
-    major: int, approved: bool, tool_server: ToolServer, real_clients: Any
+    major: int,
+    approved: bool,
+    history: str | None,
+    tool_server: ToolServer,
+    real_clients: Any,
+    tmp_path: Path,
 ) -> None:
+    """… and the continuation's model call reads the batch it made, from the client's copy of
+    the message or (``history = stored``) from the store's."""
     model = Model(steps_script("anthropic-messages", ARCHIVE_AND_ADD))
     tools = tool_server.settings(mode="meta")
-    async with agent_gateway(model, "anthropic-messages", tools, target=major) as base:
+    stored = {} if history is None else {"history": history, "store": "sqlite"}
+    if stored:
+        stored["store_path"] = tmp_path / "chats.sqlite3"
+    async with agent_gateway(model, "anthropic-messages", tools, target=major, **stored) as base:
         api = f"{base}/api/sessions/s-{major}/chat"
         answers = [{"kind": "approval", "approved": approved, "reason": "not now"}]
         result = await real_clients.chat_loop(api, major, "archive q4", answers)

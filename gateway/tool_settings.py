@@ -54,6 +54,11 @@ class ToolServerSettings(BaseModel):
     connect_timeout: float = Field(10.0, gt=0, description="seconds to connect and list tools")
     tool_timeout: float = Field(60.0, gt=0, description="seconds one call may take")
     max_output_bytes: int = Field(100_000, gt=0, description="a longer tool output is cut")
+    max_media_bytes: int = Field(
+        5_000_000,
+        ge=0,
+        description="images and audio of one call's result, base64 bytes at most (past it: a note)",
+    )
     progress: bool = Field(
         True, description="the server's progress notifications shown as preliminary outputs"
     )

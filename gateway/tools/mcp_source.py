@@ -32,18 +32,10 @@ import ssl
 from collections.abc import Callable
 from typing import Any
 
-import orjson
-
 from chunkbridge.gateway.logging import get_logger
 from chunkbridge.gateway.tool_settings import ToolServerSettings
-from chunkbridge.gateway.tools.catalog import (
-    Progress,
-    RemoteTool,
-    ToolAnswer,
-    ToolOutcome,
-    ToolQuestion,
-    capped,
-)
+from chunkbridge.gateway.tools.catalog import Progress, RemoteTool, ToolAnswer, ToolOutcome
+from chunkbridge.gateway.tools.mcp_results import outcome_of
 
 __all__ = ["McpToolSource", "ToolSourceUnavailable"]
 
@@ -242,16 +234,7 @@ class McpToolSource:
             return ToolOutcome(error=f"{tool} took longer than {settings.tool_timeout:g} s")
         except Exception as exc:  # the server's or the connection's failure, for the model
             return ToolOutcome(error=f"{tool} failed: {type(exc).__name__}: {exc}")
-        if isinstance(result, InputRequiredResult):
-            return _question(tool, result)
-        texts = [getattr(c, "text", None) or f"[{c.type}]" for c in result.content]
-        if result.is_error:
-            error = "\n".join(texts) or f"{tool} failed"
-            return ToolOutcome(error=capped(error, settings.max_output_bytes))
-        structured = result.structured_content
-        if structured is not None and len(orjson.dumps(structured)) <= settings.max_output_bytes:
-            return ToolOutcome(output=structured)
-        return ToolOutcome(output=capped("\n".join(texts), settings.max_output_bytes))
+        return outcome_of(tool, result, settings)
 
     async def aclose(self) -> None:
         self._client = None
@@ -262,22 +245,6 @@ class McpToolSource:
             await asyncio.wait(tasks, timeout=1.0)
         with contextlib.suppress(Exception):
             await self._stack.aclose()
-
-
-def _question(tool: str, result: Any) -> ToolOutcome:
-    """The first form elicitation of an ``InputRequiredResult`` (the server asks the rest, if
-    any, when called again); what the gateway cannot ask — sampling, roots, a URL to open —
-    is an error for the model."""
-    from mcp.types import ElicitRequestFormParams
-
-    requests = result.input_requests or {}
-    for key, request in requests.items():
-        params = getattr(request, "params", None)
-        if isinstance(params, ElicitRequestFormParams):
-            schema = dict(params.requested_schema)
-            return ToolOutcome(asks=ToolQuestion(key, params.message, schema, result.request_state))
-    asked = ", ".join(sorted({getattr(r, "method", "?") for r in requests.values()})) or "nothing"
-    return ToolOutcome(error=f"{tool} asked for {asked}, which the gateway does not provide")
 
 
 def _progress_callback(tell: Progress) -> Any:

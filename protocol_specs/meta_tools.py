@@ -85,10 +85,15 @@ def batch_call(calls: list[tuple[str, Any]], call_meta: Any) -> tuple[dict[str, 
     return batch, meta or None
 
 
-def batch_result(results: list[dict[str, Any]]) -> dict[str, Any]:
-    """The one result of a :data:`CALL` batch: each call's (``{tool, output}`` or ``{tool,
-    error}``), in the batch's order."""
-    return {"results": results}
+def batch_result(calls: list[tuple[str, list[dict[str, Any]]]]) -> dict[str, Any]:
+    """The one result of a :data:`CALL` batch, an MCP ``CallToolResult`` like each of its
+    calls' (``protocol_specs/mcp_results.py``): each call's content blocks, in the batch's
+    order, after a text block naming it (``[1] add``) — so an image a call returned reaches the
+    model as one."""
+    content: list[dict[str, Any]] = []
+    for index, (tool, blocks) in enumerate(calls, start=1):
+        content += [{"type": "text", "text": f"[{index}] {tool}"}, *blocks]
+    return {"content": content}
 
 
 def _names_schema(description: str) -> dict[str, Any]:

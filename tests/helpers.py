@@ -154,3 +154,14 @@ async def stalled(count: Callable[[], int], quiet: float, within: float) -> int:
         if count() != last:
             last, since = count(), loop.time()
     return last
+
+
+def result_of(output: Any) -> Any:
+    """A gateway tool's output — MCP's ``CallToolResult`` — as the tests compare it: its
+    ``structuredContent`` when the server sent one, else its text; any other output as it is
+    (the whole shape has tests of its own: ``tests/test_mcp_content.py``)."""
+    if not isinstance(output, dict) or not isinstance(output.get("content"), list):
+        return output
+    if "structuredContent" in output:
+        return output["structuredContent"]
+    return "\n".join(b["text"] for b in output["content"] if b.get("type") == "text")

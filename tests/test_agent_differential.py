@@ -8,11 +8,10 @@ order: steps, texts, tool calls by name with their input, state and result.
 
 What differs, each on purpose (asserted below so a change on either side shows):
 
-* a tool's ``output``: the AI SDK's MCP client gives the whole ``CallToolResult``
-  (``content``, ``structuredContent``, ``isError``, ``_meta``); chunkbridge gives the model and
-  the app the result itself — ``structuredContent`` when the server sends it (else the text) —
-  and a failed call is ``output-error`` with the server's message instead of ``output-available``
-  with ``isError: true`` (the part's state says it failed, as for any other tool);
+* a failed call (``isError``): the AI SDK shows the ``CallToolResult`` as ``output-available``
+  with ``isError: true``; chunkbridge makes it ``output-error`` with the server's message (the
+  part's state says it failed, as for any other tool) — a result that did not fail is the same
+  ``CallToolResult`` on both sides;
 * ``toolMetadata`` (ai 7): the AI SDK names the MCP client and copies the tool's annotations
   there; chunkbridge sends none;
 * ``custom`` parts: ``@ai-sdk/anthropic`` adds an ``anthropic.message_start`` part per step;
@@ -80,8 +79,7 @@ async def test_the_loop_agrees_with_the_ai_sdks_own(
     their_tools = [p for p in theirs["parts"] if p["type"] == "dynamic-tool"]
     my_tools = [p for p in mine["parts"] if p["type"] == "dynamic-tool"]
     for their, my in zip(their_tools, my_tools, strict=True):
-        assert their["output"]["structuredContent"] == my["output"]
-        assert their["output"]["isError"] is False
+        assert their["output"] == my["output"]  # MCP's CallToolResult, on both sides
         assert their["toolMetadata"]["clientName"] == "ai-sdk-mcp-client"
         assert "toolMetadata" not in my
     assert {p["type"] for p in theirs["parts"]} - {p["type"] for p in mine["parts"]} == {"custom"}

@@ -20,6 +20,7 @@ from chunkbridge.protocol_specs.elicitation import (
 )
 from tests.conftest import ToolServer
 from tests.gateway_harness import post, user_body
+from tests.helpers import result_of
 from tests.test_agent_loop import Model, agent_gateway, steps_script
 
 RENAME: list[tuple[str, list[Any]]] = [
@@ -73,7 +74,7 @@ async def test_a_tool_asks_the_user_and_goes_on_with_the_answer(
     tools = {p.get("toolName") or p["type"]: p for p in message["parts"] if "toolCallId" in p}
     rename, asked = tools["rename"], tools["tool-ask_user"]
     assert rename["state"] == "output-available" and not rename.get("preliminary")
-    assert rename["output"] == {"result": "renamed a.txt to b.txt"}
+    assert result_of(rename["output"]) == {"result": "renamed a.txt to b.txt"}
     assert asked["toolCallId"].startswith("call_ren-ask-") and asked["output"] == "b.txt"
     assert asked["input"]["question"] == "New name for a.txt?"
     texts = [p["text"] for p in message["parts"] if p["type"] == "text"]
@@ -145,5 +146,5 @@ async def test_a_tool_with_two_questions_asks_them_in_turn(
     assert [p["output"] for p in asks] == ["b.txt", "docs"]
     assert len({p["toolCallId"] for p in asks}) == 2
     (move,) = [p for p in message["parts"] if p.get("toolName") == "move"]
-    assert move["output"] == {"result": "moved a.txt to docs/b.txt"}
+    assert result_of(move["output"]) == {"result": "moved a.txt to docs/b.txt"}
     assert len(model.requests) == 2  # the model goes on only once the tool is done

@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import ToolServer
 from tests.gateway_harness import post, user_body
-from tests.helpers import decode_sse
+from tests.helpers import decode_sse, result_of
 from tests.test_agent_loop import Model, agent_gateway, read_until, steps_script
 
 COUNT: list[tuple[str, list[Any]]] = [
@@ -44,7 +44,7 @@ async def test_progress_shows_as_preliminary_outputs_the_result_replaces(
         assert verdict.ok, (major, verdict.fatal, response.text)
         (part,) = [p for p in verdict.message["parts"] if p["type"] == "dynamic-tool"]
         assert part["state"] == "output-available"
-        assert part["output"] == {"result": "counted to 3"}
+        assert result_of(part["output"]) == {"result": "counted to 3"}
         assert not part.get("preliminary"), major  # the result replaced the reports
     heard = orjson.dumps(model.requests[1])
     assert b"counted to 3" in heard and b"at 1" not in heard  # the model reads only the result

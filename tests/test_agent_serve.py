@@ -14,6 +14,7 @@ import httpx
 from chunkbridge.gateway.config_sources import load_config
 from tests.agent_responses import FIXTURES, write_fixtures
 from tests.gateway_harness import free_port, user_body
+from tests.helpers import result_of
 from tests.test_gateway_process import process
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "mcp-agent"
@@ -60,7 +61,9 @@ def test_serve_with_an_mcp_server_answers_in_two_tool_steps(
     for major, verdict in real_clients.check(response.content).items():
         assert verdict.ok, (major, verdict.fatal)
         parts = verdict.message["parts"]
-        tools = [(p["toolName"], p["input"], p["output"]) for p in parts if "toolName" in p]
+        tools = [
+            (p["toolName"], p["input"], result_of(p["output"])) for p in parts if "toolName" in p
+        ]
         assert tools == [
             ("add", {"a": 2, "b": 3}, {"result": 5.0}),
             ("multiply", {"a": 5, "b": 4}, {"result": 20.0}),
@@ -98,18 +101,20 @@ def test_the_agent_demo_runs_its_mcp_tools_step_by_step(real_clients: Any) -> No
     assert "gateway-run MCP tools" in page and "weather in Paris and Oslo" in page
     for major, verdict in real_clients.check(sums.content).items():
         assert verdict.ok and verdict.finish_reason == "stop", (major, verdict.fatal)
-        tools = [(p["toolName"], p["output"]) for p in verdict.parts("dynamic-tool")]
+        tools = [(p["toolName"], result_of(p["output"])) for p in verdict.parts("dynamic-tool")]
         assert tools == [("add", {"result": 5.0}), ("multiply", {"result": 20.0})]
         assert "20" in verdict.text().rsplit("Done", 1)[-1]
         assert verdict.message["metadata"]["agentLoop"]["ending"] == "done"
     verdict = real_clients.check(weather.content, (7,))[7]
     assert verdict.ok, verdict.fatal
-    cities = [p["output"]["city"] for p in verdict.parts("dynamic-tool")]
+    cities = [result_of(p["output"])["city"] for p in verdict.parts("dynamic-tool")]
     assert cities == ["Paris", "Oslo"]
     assert len(verdict.message["metadata"]["agentLoop"]["steps"]) == 2  # both in one step
     assert note["error"] is None and note["status"] == "ready", note
     (saved,) = [p for p in note["messages"][-1]["parts"] if p.get("toolName") == "save_note"]
-    assert saved["state"] == "output-available" and saved["output"] == {"result": "note 1 saved"}
+    assert saved["state"] == "output-available" and result_of(saved["output"]) == {
+        "result": "note 1 saved"
+    }
     # "slow": its progress shows on the part, then Stop settles it
     first = b'"output":{"progress":1,"total":20,"message":"1 of 20"},"preliminary":true'
     assert first in slow

@@ -40,7 +40,7 @@ from tests.gateway_harness import (
     sse_response,
     user_body,
 )
-from tests.helpers import until
+from tests.helpers import result_of, until
 
 BROWSER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 BROWSER_SPAN = "00f067aa0ba902b7"
@@ -317,6 +317,7 @@ async def test_an_approval_continuation_traces_its_decision_and_the_tools(
     assert parent_of(sent) == traced.context.span_id
     message = result["messages"][-1]
     output = next(p for p in message["parts"] if p.get("toolName") == "traced")["output"]
-    assert traceparent_ids(output["result"]) == (sent.context.trace_id, sent.context.span_id)
+    got = result_of(output)["result"]
+    assert traceparent_ids(got) == (sent.context.trace_id, sent.context.span_id)
     calls = sorted(named(spans, "chat claude-sonnet-4-5"), key=lambda s: s.start_time or 0)
     assert [parent_of(c) for c in calls] == [first.context.span_id, second.context.span_id]

@@ -22,6 +22,7 @@ from chunkbridge.gateway.tools.catalog import RemoteTool, build_catalog, capped
 from tests import components
 from tests.conftest import TOOLS_SERVER, ToolServer, stdio_tools
 from tests.gateway_harness import running_gateway, uvicorn_server
+from tests.helpers import result_of
 from tests.mcp.tools_server import build
 
 #: The tools of tests/mcp/tools_server.py.
@@ -80,9 +81,9 @@ async def test_a_stdio_server_lists_runs_and_is_cancelled(tmp_path: Path) -> Non
     finally:
         await sources.aclose()
     assert names == SERVER_TOOLS
-    assert added.error is None and added.output == {"result": 5}
-    assert secret.output == {"result": "<unset>"}  # only its configured environment
-    assert given.output == {"result": "yes"}
+    assert added.error is None and result_of(added.output) == {"result": 5}
+    assert result_of(secret.output) == {"result": "<unset>"}  # only its configured environment
+    assert result_of(given.output) == {"result": "yes"}
     assert failed.output is None and "branch main is protected" in (failed.error or "")
     assert invented.error == "there is no tool named 'rm_rf'"
     assert seen is not None and seen - stopped_at < 1.0, "the server must see the cancel in 1 s"
@@ -109,7 +110,7 @@ async def test_a_streamable_http_server_gets_its_headers_and_times_out_a_call(
             denied = await sources.call("big", {"size": 1})
         finally:
             await sources.aclose()
-    assert added.output == {"result": 2}
+    assert result_of(added.output) == {"result": 2}
     assert late.error == "slow took longer than 0.5 s"
     assert seen is not None  # the timed-out call was cancelled on the server too
     assert denied.error == "there is no tool named 'big'"
@@ -139,8 +140,12 @@ async def test_two_servers_with_the_same_tool_are_told_apart_and_outputs_are_cap
         await sources.aclose()
     assert set(catalog) == {"left_add", "right_add", "big"}
     assert catalog["right_add"].needs_approval and not catalog["left_add"].needs_approval
-    assert left.output == {"result": 3}
-    assert long.output == "éééééééééé\n[output cut: 200 bytes, 20 kept]"
+    assert result_of(left.output) == {"result": 3}
+    assert [block["text"] for block in long.output["content"]] == [
+        "éééééééééé\n[output cut: 200 bytes, 20 kept]",  # the text cut, and the structured
+        "[structured content left out: more than max_output_bytes (20)]",  # content left out
+    ]
+    assert "structuredContent" not in long.output
 
 
 async def test_an_unreachable_server_fails_the_start_up_with_its_name() -> None:
@@ -195,4 +200,4 @@ async def test_the_gateway_connects_its_tool_servers_at_start_up() -> None:
         catalog = set(tools.catalog)
         added = await tools.call("add", {"a": 20, "b": 22})
     assert catalog == SERVER_TOOLS
-    assert added.output == {"result": 42}
+    assert result_of(added.output) == {"result": 42}

@@ -62,6 +62,7 @@ from chunkbridge.kit.provider import (
     system_prompt,
     tool_name_of,
 )
+from chunkbridge.kit.tool_results import Media, media_note, result_pieces
 from chunkbridge.kit.translator import (
     IdFactory,
     Translator,
@@ -103,6 +104,7 @@ __all__ = [
     "IndexedParts",
     "Item",
     "MalformedEvent",
+    "Media",
     "NoSettings",
     "Pause",
     "ProviderSettings",
@@ -124,6 +126,7 @@ __all__ = [
     "flat_text_delta",
     "is_answered",
     "join_surrogates",
+    "media_note",
     "optional_str",
     "output_text",
     "parse_data_url",
@@ -132,6 +135,7 @@ __all__ = [
     "require_dict",
     "require_list",
     "require_str",
+    "result_pieces",
     "steps_of",
     "system_prompt",
     "tool_name_of",

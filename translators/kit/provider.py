@@ -24,6 +24,7 @@ from chunkbridge.kit.turn_input import RequestRejected, TurnInput, is_answered
 from chunkbridge.protocol_specs import meta_tools
 from chunkbridge.protocol_specs.chat_request import DynamicToolPart, UIMessage
 from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL, is_approval_question
+from chunkbridge.protocol_specs.mcp_results import is_call_tool_result
 
 __all__ = [
     "DataUrl",
@@ -164,15 +165,19 @@ def _batch_part(call_id: str, members: list[tuple[int, Any]]) -> DynamicToolPart
     return DynamicToolPart.model_validate(fields)
 
 
-def _call_result(part: Any) -> dict[str, Any]:
-    """One answered call of a batch as the batch's result holds it."""
+def _call_result(part: Any) -> tuple[str, list[dict[str, Any]]]:
+    """One answered call of a batch as the batch's result holds it: its tool and content."""
     if part.state == "output-available":
-        return {"tool": part.tool_name, "output": part.output}
+        output = part.output
+        if is_call_tool_result(output):
+            return part.tool_name, list(output["content"])
+        return part.tool_name, [{"type": "text", "text": output_text(output)}]
     if part.state == "output-error":
-        return {"tool": part.tool_name, "error": part.errorText or "The tool call failed."}
-    reason = part.approval.reason if part.approval is not None else None
-    denied = "The user denied this tool call."
-    return {"tool": part.tool_name, "error": f"{denied} {reason}" if reason else denied}
+        error = f"Error: {part.errorText or 'the tool call failed.'}"
+    else:
+        reason = part.approval.reason if part.approval is not None else None
+        error = "The user denied this tool call." + (f" {reason}" if reason else "")
+    return part.tool_name, [{"type": "text", "text": error}]
 
 
 def tool_name_of(part: Any) -> str | None:

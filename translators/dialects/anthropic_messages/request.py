@@ -15,9 +15,11 @@ from chunkbridge.kit import (
     add_turn,
     finish_body,
     is_answered,
+    media_note,
     output_text,
     parse_data_url,
     provider_error,
+    result_pieces,
     steps_of,
     system_prompt,
 )
@@ -202,6 +204,25 @@ def _mcp_blocks(part: Any, server: Any) -> list[dict[str, Any]]:
     return [call, result]
 
 
+def _result_content(output: Any) -> str | list[dict[str, Any]]:
+    """A tool's output as a ``tool_result``'s content: an MCP result's text and image blocks
+    (other media as a note), anything else as text."""
+    pieces = result_pieces(output)
+    if pieces is None:
+        return output_text(output)
+    blocks: list[dict[str, Any]] = []
+    for piece in pieces:
+        if isinstance(piece, str):
+            if piece:  # (the API refuses an empty text block)
+                blocks.append({"type": "text", "text": piece})
+        elif piece.kind == "image":
+            source = {"type": "base64", "media_type": piece.media_type, "data": piece.base64}
+            blocks.append({"type": "image", "source": source})
+        else:
+            blocks.append({"type": "text", "text": media_note(piece, "a tool result here")})
+    return blocks or output_text(output)
+
+
 def _assistant_step(parts: list[Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """One model step: (assistant content, tool results for the next user turn)."""
     content: list[dict[str, Any]] = []
@@ -245,7 +266,7 @@ def _assistant_step(parts: list[Any]) -> tuple[list[dict[str, Any]], list[dict[s
         content.append(call)
         result: dict[str, Any] = {"type": "tool_result", "tool_use_id": part.toolCallId}
         if state == "output-available":
-            result["content"] = output_text(part.output)
+            result["content"] = _result_content(part.output)
         else:
             result["content"] = part.errorText or "The user denied this tool call."
             result["is_error"] = True

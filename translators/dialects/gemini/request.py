@@ -9,6 +9,7 @@ from pydantic import Field
 
 from chunkbridge.kit import (
     HttpRequest,
+    Media,
     ProviderSettings,
     RequestRejected,
     TurnInput,
@@ -17,6 +18,7 @@ from chunkbridge.kit import (
     is_answered,
     parse_data_url,
     provider_error,
+    result_pieces,
     steps_of,
     system_prompt,
 )
@@ -176,12 +178,30 @@ def _model_step(parts: list[Any]) -> tuple[list[dict[str, Any]], list[dict[str, 
         if signature is not None:
             call["thoughtSignature"] = signature
         content.append(call)
-        if part.state == "output-available":
-            response: Any = {"name": name, "content": part.output}
-        else:
-            response = {"name": name, "error": part.errorText or "The user denied this call."}
-        responses.append({"functionResponse": {"name": name, "response": response}})
+        responses.append({"functionResponse": _function_response(name, part)})
     return content, responses
+
+
+def _function_response(name: str, part: Any) -> dict[str, Any]:
+    """A call's answer: its output — an MCP result's text as the content and its media as the
+    response's parts, as the AI SDK sends them — or its error."""
+    if part.state != "output-available":
+        error = part.errorText or "The user denied this call."
+        return {"name": name, "response": {"name": name, "error": error}}
+    pieces = result_pieces(part.output)
+    if pieces is None:
+        return {"name": name, "response": {"name": name, "content": part.output}}
+    texts = [piece for piece in pieces if isinstance(piece, str)]
+    media = [_inline(p) for p in pieces if isinstance(p, Media)]
+    content = "\n".join(texts) or "Tool executed successfully."
+    response: dict[str, Any] = {"name": name, "response": {"name": name, "content": content}}
+    if media:
+        response["parts"] = media
+    return response
+
+
+def _inline(media: Media) -> dict[str, Any]:
+    return {"inlineData": {"mimeType": media.media_type, "data": media.base64}}
 
 
 def contents_from_ui(messages: list[Any]) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ from chunkbridge.kit import (
     TurnInput,
     finish_body,
     output_text,
+    result_pieces,
     steps_of,
 )
 
@@ -146,7 +147,7 @@ def _assistant_step(parts: list[Any]) -> list[dict[str, Any]]:
                 {
                     "role": "tool",
                     "tool_call_id": part.toolCallId,
-                    "content": output_text(part.output),
+                    "content": _output(part.output),
                 }
             )
         elif part.state in ("output-error", "output-denied"):
@@ -163,3 +164,18 @@ def _assistant_step(parts: list[Any]) -> list[dict[str, Any]]:
     if calls:
         entry["tool_calls"] = calls
     return [entry, *results]
+
+
+def _output(output: Any) -> str:
+    """A tool message's content, which is text only: an MCP result's content as the AI SDK
+    writes it there (the JSON of its text and file parts), anything else as text."""
+    pieces = result_pieces(output)
+    if pieces is None:
+        return output_text(output)
+    parts = [
+        {"type": "text", "text": p}
+        if isinstance(p, str)
+        else {"type": "file", "mediaType": p.media_type, "data": {"type": "data", "data": p.base64}}
+        for p in pieces
+    ]
+    return orjson.dumps(parts).decode()

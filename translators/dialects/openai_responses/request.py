@@ -18,6 +18,7 @@ from chunkbridge.kit import (
     is_answered,
     output_text,
     provider_error,
+    result_pieces,
     steps_of,
     system_prompt,
 )
@@ -122,14 +123,33 @@ def _arguments(value: Any) -> str:
     return orjson.dumps(value if value is not None else {}).decode()
 
 
-def _answer(part: Any) -> str:
-    """What the app answered, as text: its output, ``{"error": …}`` for a failure (so the model
-    can tell an error from a result), the refusal's reason."""
+def _answer(part: Any) -> str | list[dict[str, Any]]:
+    """What the app answered: its output (an MCP result's content as content items), ``{"error":
+    …}`` for a failure (so the model can tell an error from a result), the refusal's reason."""
     if part.state == "output-available":
-        return output_text(part.output)
+        return _output(part.output)
     if part.state == "output-error":
         return orjson.dumps({"error": part.errorText or TOOL_ERROR}).decode()
     return "The user denied this tool call."
+
+
+def _output(output: Any) -> str | list[dict[str, Any]]:
+    """A ``function_call_output``'s output: an MCP result's text, image and file items (as the
+    AI SDK sends them), anything else as text."""
+    pieces = result_pieces(output)
+    if pieces is None:
+        return output_text(output)
+    items: list[dict[str, Any]] = []
+    for piece in pieces:
+        if isinstance(piece, str):
+            items.append({"type": "input_text", "text": piece})
+            continue
+        url = f"data:{piece.media_type};base64,{piece.base64}"
+        if piece.kind == "image":
+            items.append({"type": "input_image", "image_url": url})
+        else:
+            items.append({"type": "input_file", "filename": "data", "file_data": url})
+    return items
 
 
 def _caller(meta: dict[str, Any]) -> dict[str, Any] | None:

@@ -472,3 +472,21 @@ async def test_a_model_call_failing_mid_loop_ends_the_message_validly(
         assert verdict.error_text  # the client stops reading at the error chunk
         tools = [p for p in verdict.message["parts"] if p["type"] == "dynamic-tool"]
         assert [(t["toolName"], t["state"]) for t in tools] == [("add", "output-available")]
+
+
+async def test_a_tool_nobody_has_is_a_dynamic_part_with_its_error(
+    tool_server: ToolServer, real_clients: Any
+) -> None:
+    """A name the model made up is never run: its part is the runtime's (``dynamic-tool``, as
+    the AI SDK shows a call of an unknown tool), its error what the model reads next."""
+    steps = [("Trying.", [("c_x", "rm_rf", {"path": "/"})]), ("It does not exist.", [])]
+    model = Model(steps_script("anthropic-messages", steps))
+    async with agent_gateway(model, "anthropic-messages", tool_server.settings()) as base:
+        response = await post(base, "s1", user_body("clean up", id="c1"))
+    for major, verdict in real_clients.check(response.content).items():
+        assert verdict.ok and verdict.finish_reason == "stop", (major, verdict.fatal)
+        (part,) = [p for p in verdict.message["parts"] if p.get("toolCallId") == "c_x"]
+        assert part["type"] == "dynamic-tool" and part["toolName"] == "rm_rf", major
+        assert part["state"] == "output-error"
+        assert part["errorText"] == "there is no tool named 'rm_rf'"
+    assert b"there is no tool named 'rm_rf'" in orjson.dumps(model.requests[1])

@@ -29,7 +29,9 @@ def outcome_of(tool: str, result: Any, settings: ToolServerSettings) -> ToolOutc
 
     if isinstance(result, InputRequiredResult):
         return _question(tool, result)
-    output = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+    # what the server sent (not the SDK's defaults), with isError as the AI SDK's client reads it
+    output = result.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_unset=True)
+    output.setdefault("isError", False)
     if result.is_error:
         texts = [b.get("text") or f"[{b['type']}]" for b in output.get("content", [])]
         error = "\n".join(texts) or f"{tool} failed"

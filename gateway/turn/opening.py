@@ -299,6 +299,7 @@ def _turn(
             issue_approval, gateway.stores.approvals, gateway.metrics, session_id
         ),
         gateway_tools=None if agent is None else agent.names,
+        app_tools=frozenset() if agent is None else agent.policy.app,
         assemble=admission.assemble,
         continued=admission.continued,
     )

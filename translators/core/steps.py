@@ -16,7 +16,8 @@ step's translator in turn (:meth:`StepJoin.next_step`):
 * collects the tool calls whose input is complete (:attr:`StepJoin.ready`), so the shell runs
   them as soon as the model wrote them, not at the end of the step;
 * marks the calls of gateway tools ``dynamic`` (tools of the runtime, not of the app: the AI SDK
-  shows MCP tools as ``dynamic-tool`` parts);
+  shows MCP tools as ``dynamic-tool`` parts), and the calls of a name nobody has (the loop
+  answers them with an error, as the AI SDK shows a call of an unknown tool);
 * splits a batch of the meta-tool ``tools_call`` (``protocol_specs/meta_tools.py``) into a tool
   part per call, named after the real tool: its input is held until complete, then each call is
   a call of its own — shown, approved and answered like a direct one, its provider metadata
@@ -66,11 +67,18 @@ class StepJoin:
     TERMINAL_FRAMES: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(
-        self, translator: EventTranslator, gateway_tools: frozenset[str], guard: StreamGuard
+        self,
+        translator: EventTranslator,
+        gateway_tools: frozenset[str],
+        guard: StreamGuard,
+        app_tools: frozenset[str] = frozenset(),
     ) -> None:
         self.inner = translator
         self.TERMINAL_FRAMES = translator.TERMINAL_FRAMES  # type: ignore[misc]
         self.gateway_tools = gateway_tools
+        #: The app's tools (its own, ``ask_user``): every other call the model makes is the
+        #: runtime's — a gateway tool's, or one of a name nobody has, answered with an error.
+        self.app_tools = app_tools
         self.guard = guard
         #: The current step's completed ending, held back (``None`` while the model streams).
         self.ended: CloseRequest | None = None
@@ -151,7 +159,7 @@ class StepJoin:
                     continue
                 if kind == "start-step" and self.guard.in_step and not self._step_end:
                     continue
-                if kind in _TOOL_INPUT and item.get("toolName") in self.gateway_tools:
+                if kind in _TOOL_INPUT and self._runtimes(item):
                     item = {**item, "dynamic": True}
                 if kind == "tool-input-available" and not item.get("providerExecuted"):
                     call_id = item["toolCallId"]
@@ -163,6 +171,15 @@ class StepJoin:
                 out.append({"type": "finish-step"})
             out.append(item)
         return out
+
+    def _runtimes(self, item: dict[str, Any]) -> bool:
+        """A call the runtime answers, not the app nor the provider (its part is dynamic)."""
+        name = item.get("toolName")
+        if name in self.gateway_tools:
+            return True
+        return (
+            bool(self.app_tools) and name not in self.app_tools and not item.get("providerExecuted")
+        )
 
     def _split_batches(self, items: Sequence[Item]) -> list[Item]:
         out: list[Item] = []

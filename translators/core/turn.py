@@ -75,6 +75,8 @@ class TurnOptions:
     on_approval: ApprovalHook | None = None
     #: A step-wise turn (the agent loop, :class:`StepJoin`): the tools the gateway runs.
     gateway_tools: frozenset[str] | None = None
+    #: In a step-wise turn: the tools the app runs (declared, ``ask_user``).
+    app_tools: frozenset[str] = frozenset()
     #: Build the message the client builds (:attr:`Turn.assembler`), as the chunks are made.
     assemble: bool = False
     #: The assistant message this turn continues, as the client has it (the assembler's start).
@@ -102,7 +104,9 @@ class Turn:
         #: ``None``.
         self.step_join: StepJoin | None = None
         if options.gateway_tools is not None:
-            translator = self.step_join = StepJoin(translator, options.gateway_tools, self.guard)
+            translator = self.step_join = StepJoin(
+                translator, options.gateway_tools, self.guard, options.app_tools
+            )
         self.translator = translator
         #: The message as the client builds it from what this turn wrote (``assemble``): the
         #: turn's one assembler, read by the agent loop, the transcript and resume.

@@ -62,6 +62,18 @@ class ToolServerSettings(BaseModel):
     progress: bool = Field(
         True, description="the server's progress notifications shown as preliminary outputs"
     )
+    sampling: bool = Field(
+        False,
+        description="answer the server's sampling/createMessage with the gateway's model "
+        "(it spends your tokens: off by default, and not declared to the server then)",
+    )
+    sampling_model: str | None = Field(None, description="sampling: the model (else the dialect's)")
+    sampling_max_tokens: int = Field(
+        1024, gt=0, description="sampling: tokens of one answer at most"
+    )
+    sampling_per_call: int = Field(
+        5, gt=0, description="sampling: requests at most per running call of the server"
+    )
 
     @model_validator(mode="after")
     def _one_transport(self) -> ToolServerSettings:

@@ -5,7 +5,9 @@ Tools come only from here, never from a request. A server is reached over Stream
 the only environment it gets, ``env``). ``allow`` and ``deny`` pick its tools by name (shell-style
 patterns); ``approval`` says which calls wait for the user: ``unless-read-only`` (the default)
 lets a tool the server annotates ``readOnlyHint`` run at once — annotations are the server's
-hints, so ``tool_approval`` overrides them per tool.
+hints, so ``tool_approval`` overrides them per tool. A server that goes down is started or
+connected again (:mod:`~chunkbridge.gateway.tools.supervisor`); an HTTP server is probed every
+``probe_interval`` seconds.
 """
 
 from __future__ import annotations
@@ -51,7 +53,12 @@ class ToolServerSettings(BaseModel):
     tool_approval: dict[str, ApprovalPolicy] = Field(
         default_factory=dict, description="per tool name: overrides approval"
     )
-    connect_timeout: float = Field(10.0, gt=0, description="seconds to connect and list tools")
+    connect_timeout: float = Field(
+        10.0, gt=0, description="seconds to connect and list tools (or to answer a probe)"
+    )
+    probe_interval: float = Field(
+        15.0, gt=0, description="http: seconds between the liveness probes of a connected server"
+    )
     tool_timeout: float = Field(60.0, gt=0, description="seconds one call may take")
     max_output_bytes: int = Field(100_000, gt=0, description="a longer tool output is cut")
     max_media_bytes: int = Field(

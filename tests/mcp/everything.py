@@ -1,10 +1,16 @@
 """``@modelcontextprotocol/server-everything``, the TypeScript SDK's reference server (installed
 under tests/conformance/node_modules by ``make install``): a third-party MCP server the tests
-run as users do, over stdio."""
+run as users do, over stdio or Streamable HTTP."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,3 +46,30 @@ def pids_of(script: Path | str, parent: int) -> list[int]:
         if int(fields[1]) == parent and str(script).encode() in command:
             found.append(int(stat.parent.name))
     return found
+
+
+@contextlib.contextmanager
+def running_everything_http(seconds: float = 20) -> Iterator[str]:
+    """server-everything over Streamable HTTP (MCP 2025-11-25) in a process of its own, at a
+    free port; yields its endpoint's URL once the port takes connections."""
+    node = everything_stdio()["command"]
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {**os.environ, "PORT": str(port)}
+    command = [node, str(EVERYTHING), "streamableHttp"]
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + seconds
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("server-everything did not start") from None
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(10)

@@ -7,7 +7,9 @@ patterns); ``approval`` says which calls wait for the user: ``unless-read-only``
 lets a tool the server annotates ``readOnlyHint`` run at once — annotations are the server's
 hints, so ``tool_approval`` overrides them per tool. A server that goes down is started or
 connected again (:mod:`~chunkbridge.gateway.tools.supervisor`); an HTTP server is probed every
-``probe_interval`` seconds.
+``probe_interval`` seconds. ``roots`` are the directories (``file://`` URIs) the server is told
+it may work in, when it asks (MCP ``roots/list``); the configuration is read once, at start-up,
+so they never change while the gateway runs.
 """
 
 from __future__ import annotations
@@ -69,6 +71,11 @@ class ToolServerSettings(BaseModel):
     progress: bool = Field(
         True, description="the server's progress notifications shown as preliminary outputs"
     )
+    roots: list[str] | None = Field(
+        None,
+        description="file:// URIs the server is told it may work in (MCP roots); unset: the "
+        "roots capability is not declared",
+    )
 
     @model_validator(mode="after")
     def _one_transport(self) -> ToolServerSettings:
@@ -76,4 +83,7 @@ class ToolServerSettings(BaseModel):
             raise ValueError("a tool server has either url (Streamable HTTP) or command (stdio)")
         if self.url is not None and urlsplit(self.url).scheme not in ("http", "https"):
             raise ValueError(f"tool server url must be http(s): {self.url!r}")
+        for root in self.roots or ():
+            if urlsplit(root).scheme != "file":
+                raise ValueError(f"a root is a file:// URI: {root!r}")
         return self

@@ -94,6 +94,8 @@ class McpToolSource:
             "message_handler": self._message,
             "elicitation_callback": self._elicited_mid_call,
         }
+        if settings.roots is not None:  # the callback is what declares the capability
+            hooks["list_roots_callback"] = self._roots
         if settings.command is not None:
             from mcp.client.stdio import stdio_client
 
@@ -139,6 +141,13 @@ class McpToolSource:
             code=INVALID_REQUEST,
             message="this client asks the user only through input requests (MCP 2026-07-28)",
         )
+
+    async def _roots(self, context: Any) -> Any:
+        """``roots/list``: the configured ``roots``."""
+        from mcp.types import ListRootsResult, Root
+
+        roots = [Root(uri=uri) for uri in self.settings.roots or ()]
+        return ListRootsResult(roots=roots)
 
     async def _message(self, message: Any) -> None:
         """The server's notifications: a changed tool list is read again (in a task of its

@@ -217,3 +217,39 @@ async def test_a_server_that_cannot_start_still_fails_the_start_up() -> None:
     with pytest.raises(Exception, match="tool server 'gone'"):
         await sources.start()
     assert sources.catalog == {}
+
+
+async def test_a_failure_of_the_supervision_itself_leaves_the_server_down(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug in closing a lost connection is logged and the server left down — not up with no
+    connection, its tools offered and every call failing."""
+    mark = tmp_path / "cancelled"
+    settings = ToolServerSettings(**stdio_tools(env={"CANCEL_MARK": str(mark)})["math"])
+    sources = ToolSources({"math": settings})
+    await sources.start()
+    try:
+        catalogs = Catalogs(sources)
+        source = sources.sources["math"]
+
+        close = source.close
+
+        async def broken(failed: bool = False) -> str | None:
+            monkeypatch.setattr(source, "close", close)  # once: the connection still closes
+            raise RuntimeError("a bug")
+
+        with capture_logs() as logs:
+            running = asyncio.create_task(sources.call("slow", {"seconds": 30}))
+            assert await wait_for(mark.with_name("cancelled.started"), 10), "slow never started"
+            monkeypatch.setattr(source, "close", broken)
+            os.kill(int(mark.with_name("cancelled.started").read_text()), signal.SIGKILL)
+            assert await catalogs.next() == 0
+            outcome = await asyncio.wait_for(running, 5)
+            assert await catalogs.next() == 0  # said down again, for the failure
+    finally:
+        await sources.aclose()
+    (failed,) = events(logs, "tools.supervisor_failed")
+    assert failed["server"] == "math"
+    assert [e["reason"] for e in events(logs, "tools.server_down")][-1].endswith("a bug")
+    assert not source.up
+    assert outcome.error is not None and "'math' went down during the call" in outcome.error

@@ -82,8 +82,14 @@ class Supervisor:
             return
         self.up = True
         started.set_result(None)
-        while await self._serve() and await self._reconnect():
-            self._came_up()
+        try:
+            while await self._serve() and await self._reconnect():
+                self._came_up()
+        except Exception as exc:  # our bug: said, and the server left down, not half up
+            self.log.exception("tools.supervisor_failed", server=self.source.name)
+            with contextlib.suppress(Exception):
+                await self.source.close()  # once more: what failed may have been a passing fault
+            self._went_down(f"its supervision failed: {describe(exc)}")
 
     async def _connect(self) -> None:
         self._connecting = True

@@ -103,11 +103,10 @@ class Supervisor:
         source = self.source
         try:
             reason = await self._watch()
-        except asyncio.CancelledError:
+        except asyncio.CancelledError:  # the SDK's transport failed: it cancels its scopes
+            failure = await source.close(failed=True)
             if self._stopping.is_set():
-                await source.close()
                 raise
-            failure = await source.close(failed=True)  # the SDK's transport failed
             self._went_down(failure or "the connection failed")
             return True
         if reason is None:

@@ -67,6 +67,18 @@ class Metrics:
             "Stored messages that did not load (corrupt, or from a newer format)",
             registry=registry,
         )
+        self.tool_servers_up = Gauge(
+            "chunkbridge_tool_servers_up",
+            "MCP tool servers connected (1) or down, being started again (0)",
+            ["server"],
+            registry=registry,
+        )
+        self.tool_server_downs = Counter(
+            "chunkbridge_tool_server_downs",
+            "Times an MCP tool server was found down (its process exited, no answer)",
+            ["server"],
+            registry=registry,
+        )
         self.time_to_first_chunk = Histogram(
             "chunkbridge_time_to_first_chunk_seconds",
             "Request start to the first translated chunk",

@@ -55,7 +55,9 @@ class Gateway:
         )
         self._retention: asyncio.Task[None] | None = None
         #: The MCP servers whose tools the gateway runs (``[tools.<server>]``).
-        self.tools = ToolSources(config.tools, client_tls(config)) if config.tools else None
+        self.tools = (
+            ToolSources(config.tools, client_tls(config), self.metrics) if config.tools else None
+        )
         #: The agent loop, once the tools are listed (:meth:`start`).
         self.agent: AgentSetup | None = None
         #: Signs the approvals of gateway tools when no ``approval_secret`` is set (an approved

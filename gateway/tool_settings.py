@@ -5,7 +5,11 @@ Tools come only from here, never from a request. A server is reached over Stream
 the only environment it gets, ``env``). ``allow`` and ``deny`` pick its tools by name (shell-style
 patterns); ``approval`` says which calls wait for the user: ``unless-read-only`` (the default)
 lets a tool the server annotates ``readOnlyHint`` run at once — annotations are the server's
-hints, so ``tool_approval`` overrides them per tool.
+hints, so ``tool_approval`` overrides them per tool. A server that goes down is started or
+connected again (:mod:`~chunkbridge.gateway.tools.supervisor`); an HTTP server is probed every
+``probe_interval`` seconds. ``roots`` are the directories (``file://`` URIs) the server is told
+it may work in, when it asks (MCP ``roots/list``); the configuration is read once, at start-up,
+so they never change while the gateway runs.
 """
 
 from __future__ import annotations
@@ -51,7 +55,12 @@ class ToolServerSettings(BaseModel):
     tool_approval: dict[str, ApprovalPolicy] = Field(
         default_factory=dict, description="per tool name: overrides approval"
     )
-    connect_timeout: float = Field(10.0, gt=0, description="seconds to connect and list tools")
+    connect_timeout: float = Field(
+        10.0, gt=0, description="seconds to connect and list tools (or to answer a probe)"
+    )
+    probe_interval: float = Field(
+        15.0, gt=0, description="http: seconds between the liveness probes of a connected server"
+    )
     tool_timeout: float = Field(60.0, gt=0, description="seconds one call may take")
     max_output_bytes: int = Field(100_000, gt=0, description="a longer tool output is cut")
     max_media_bytes: int = Field(
@@ -74,6 +83,11 @@ class ToolServerSettings(BaseModel):
     sampling_per_call: int = Field(
         5, gt=0, description="sampling: requests at most per running call of the server"
     )
+    roots: list[str] | None = Field(
+        None,
+        description="file:// URIs the server is told it may work in (MCP roots); unset: the "
+        "roots capability is not declared",
+    )
 
     @model_validator(mode="after")
     def _one_transport(self) -> ToolServerSettings:
@@ -81,4 +95,7 @@ class ToolServerSettings(BaseModel):
             raise ValueError("a tool server has either url (Streamable HTTP) or command (stdio)")
         if self.url is not None and urlsplit(self.url).scheme not in ("http", "https"):
             raise ValueError(f"tool server url must be http(s): {self.url!r}")
+        for root in self.roots or ():
+            if urlsplit(root).scheme != "file":
+                raise ValueError(f"a root is a file:// URI: {root!r}")
         return self

@@ -25,7 +25,7 @@ from chunkbridge.kit import Media, result_pieces
 from tests.agent_responses import PROVIDER_DIALECTS, answer
 from tests.conformance.harness import run_script
 from tests.gateway_harness import post, user_body
-from tests.mcp import everything
+from tests.mcp.everything import everything_stdio, running_everything_http
 from tests.test_agent_loop import Model, agent_gateway, steps_script
 
 PNG = "iVBORw0KGgo="  # (the first bytes of a PNG: a block's data is only carried here)
@@ -149,11 +149,11 @@ async def test_images_resources_and_links_reach_the_app_and_the_model(
 ) -> None:
     model = Model(steps_script(dialect, CALLS))
     if transport == "stdio":
-        tools = everything.stdio(allow=["get-tiny-image", "get-resource-*"])
+        tools = {"everything": everything_stdio(allow=["get-tiny-image", "get-resource-*"])}
         async with agent_gateway(model, dialect, tools) as base:
             response = await post(base, "s1", user_body("show me", id="c1"))
     else:
-        with everything.running_http() as url:
+        with running_everything_http() as url:
             tools = {"everything": {"url": url, "allow": ["get-tiny-image", "get-resource-*"]}}
             async with agent_gateway(model, dialect, tools) as base:
                 response = await post(base, "s1", user_body("show me", id="c1"))
@@ -192,7 +192,7 @@ async def test_an_image_reaches_the_model_as_the_ai_sdks_own_loop_sends_it(
     and the same scripted Anthropic model: the same tool output in the UI, and the same
     ``tool_result`` content in the model's next request."""
     steps = [("Looking.", [("c_img", "get-tiny-image", {})]), ("A logo.", [])]
-    with everything.running_http() as url:
+    with running_everything_http() as url:
         payload = {
             "responses": [
                 answer("anthropic-messages", t, c, n) for n, (t, c) in enumerate(steps, 1)

@@ -7,8 +7,10 @@ tool as a definition of its own, or for servers in meta mode the four meta-tools
 :class:`ToolSources` connects every server at start-up (a server that cannot be reached fails
 the start-up with its name and reason) and runs a call by the name the model used: a name the
 catalog does not hold — one the model invented — is an error result, never a call. When a
-server's tools change, the catalog is built again and ``on_change`` tells the gateway, whose
-next turns offer the new list (turns under way keep theirs).
+server's tools change, or it goes down or comes back up (its tools leave the catalog while it is
+down; the names stay those of every server listed, so a name does not change under a turn), the
+catalog is built again and ``on_change`` tells the gateway, whose next turns offer the new list
+(turns under way keep theirs).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from chunkbridge.gateway.logging import get_logger
+from chunkbridge.gateway.metrics import Metrics
 from chunkbridge.gateway.tool_settings import ToolServerSettings
 from chunkbridge.gateway.tools.catalog import (
     CatalogTool,
@@ -49,16 +52,25 @@ class ToolSources:
     """Every configured tool server, and the catalog of their tools (see the module)."""
 
     def __init__(
-        self, settings: Mapping[str, ToolServerSettings], tls: ssl.SSLContext | None = None
+        self,
+        settings: Mapping[str, ToolServerSettings],
+        tls: ssl.SSLContext | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.settings = dict(settings)
+        #: Whether each server is up (``chunkbridge_tool_servers_up``), how often it went down.
+        self.metrics = metrics
         self.sources = {name: McpToolSource(name, s, tls) for name, s in self.settings.items()}
         self.catalog: dict[str, CatalogTool] = {}
+        #: Every server's tools, those of the servers down too (a call of one gets an error
+        #: that says the server is down, not that the tool does not exist).
+        self._listed: dict[str, CatalogTool] = {}
         self.log = get_logger("chunkbridge.tools")
         #: Called after the catalog was built again (a server's tools changed).
         self.on_change: Callable[[], None] = lambda: None
         for source in self.sources.values():
             source.on_change = self._changed
+            source.health.on_health = self._health_changed
 
     async def start(self) -> None:
         started: list[McpToolSource] = []
@@ -70,11 +82,25 @@ class ToolSources:
             for source in reversed(started):
                 await source.aclose()
             raise
+        for source in self.sources.values():
+            self._count(source)
         self._build()
 
     def _build(self) -> None:
         listed = {name: source.tools for name, source in self.sources.items()}
-        self.catalog = build_catalog(listed, self.settings)
+        self._listed = build_catalog(listed, self.settings)
+        self.catalog = {n: e for n, e in self._listed.items() if self.sources[e.server].up}
+
+    def _count(self, source: McpToolSource) -> None:
+        if self.metrics is not None:
+            self.metrics.tool_servers_up.labels(source.name).set(1 if source.up else 0)
+            if not source.up:
+                self.metrics.tool_server_downs.labels(source.name).inc()
+
+    def _health_changed(self, source: McpToolSource) -> None:
+        self._count(source)
+        self._build()
+        self.on_change()
 
     def _changed(self, source: McpToolSource) -> None:
         self._build()
@@ -90,7 +116,7 @@ class ToolSources:
     ) -> ToolOutcome:
         """Run the catalog's tool ``name`` (again, with the user's ``answer`` to its question);
         its progress reports go to ``progress``."""
-        entry = self.catalog.get(name)
+        entry = self._listed.get(name)
         started = time.monotonic()
         if entry is not None:
             server = entry.server

@@ -11,17 +11,25 @@ hundred bytes (bench/RESULTS.md). A response's body is handed over in the pieces
 (the connection's flow control holds a server that streams faster than the SDK reads); closing
 it gives the connection back to the pool, or closes it when it was not read to the end. The
 gateway's errors are mapped to ``httpx2``'s here, at the boundary, as the SDK expects them.
+
+A cancelled call's response stream is closed at once. On MCP 2026-07-28 the SDK aborts the
+request's POST itself; before that it sends ``notifications/cancelled`` and goes on reading the
+call's stream, so the server's later progress kept arriving and the connection stayed held
+until the server finished. The transport sees that notification go by and closes the stream it
+names, failing its reader with :class:`CallCancelled` — an SSE failure, which the SDK does not
+resume from the last event id as it would a stream that merely ended.
 """
 
 from __future__ import annotations
 
 import asyncio
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, cast
 
 import h11
 import httpx2
+import orjson
 
 from chunkbridge.gateway.errors import (
     UpstreamClosed,
@@ -30,10 +38,22 @@ from chunkbridge.gateway.errors import (
     UpstreamUnavailable,
 )
 from chunkbridge.gateway.transports.base import UpstreamEnded
-from chunkbridge.gateway.transports.http_connection import HttpConnection, Origin, raw_body
+from chunkbridge.gateway.transports.http_connection import (
+    HttpConnection,
+    Origin,
+    header_value,
+    raw_body,
+)
 from chunkbridge.gateway.transports.http_pool import HttpConnectionPool
 
-__all__ = ["H11Transport", "mcp_http_client"]
+__all__ = ["CallCancelled", "H11Transport", "mcp_http_client"]
+
+#: A request's JSON-RPC id.
+RequestId = int | str
+
+
+class CallCancelled(httpx2.SSEError):
+    """The call this response stream answers was cancelled: closed, not to be resumed."""
 
 
 def _httpx_error(exc: UpstreamError) -> httpx2.TransportError:
@@ -56,6 +76,12 @@ class _Body(httpx2.AsyncByteStream):
         self._pool = pool
         self._shell: HttpConnection | None = shell
         self._timeout = timeout
+        self._closed: Callable[[], object] | None = None
+        self._cancelled = False
+
+    def on_close(self, closed: Callable[[], object]) -> None:
+        """Call ``closed`` once the body is closed."""
+        self._closed = closed
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         shell = self._shell
@@ -63,6 +89,8 @@ class _Body(httpx2.AsyncByteStream):
             frames = shell.frames
             while not frames:
                 end = shell.end
+                if self._cancelled:
+                    raise CallCancelled("the call was cancelled")
                 if isinstance(end, UpstreamEnded):
                     return
                 if isinstance(end, UpstreamError):
@@ -76,10 +104,20 @@ class _Body(httpx2.AsyncByteStream):
             shell.taken(len(piece))
             yield cast(bytes, piece)  # raw_body: the bytes as they came
 
+    def cancel(self) -> None:
+        """Stop the stream: nothing more is read, the connection is closed (its reader, if
+        waiting, wakes to :class:`CallCancelled`)."""
+        self._cancelled = True
+        if self._shell is not None:
+            self._shell.frames.clear()
+            self._shell.close()
+
     async def aclose(self) -> None:
         shell, self._shell = self._shell, None
         if shell is not None:
             self._pool.release(shell)
+        if self._closed is not None:
+            self._closed()
 
 
 class H11Transport(httpx2.AsyncBaseTransport):
@@ -87,6 +125,8 @@ class H11Transport(httpx2.AsyncBaseTransport):
 
     def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self._pool = HttpConnectionPool(tls)
+        #: The response streams of the calls under way, by their JSON-RPC id.
+        self._streams: dict[RequestId, _Body] = {}
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         url = request.url
@@ -96,6 +136,9 @@ class H11Transport(httpx2.AsyncBaseTransport):
         origin = Origin(scheme, url.host, url.port or (443 if scheme == "https" else 80))
         timeouts = request.extensions.get("timeout", {})
         body = await request.aread()
+        message = _message(body) if request.method == "POST" else None
+        if message is not None and message.get("method") == "notifications/cancelled":
+            self._cancelled(message)
         try:
             head = h11.Request(
                 method=request.method, target=url.raw_path, headers=request.headers.raw
@@ -112,15 +155,39 @@ class H11Transport(httpx2.AsyncBaseTransport):
             raise httpx2.LocalProtocolError(str(exc)) from exc
         except UpstreamError as exc:
             raise _httpx_error(exc) from exc
+        stream = _Body(self._pool, shell, timeouts.get("read"))
+        key = None if message is None else message.get("id")
+        if isinstance(key, int | str) and header_value(response, b"content-type").startswith(
+            b"text/event-stream"
+        ):
+            self._streams[key] = stream
+            stream.on_close(lambda: self._streams.pop(key, None))
         return httpx2.Response(
             status_code=response.status_code,
             headers=response.headers,
-            stream=_Body(self._pool, shell, timeouts.get("read")),
+            stream=stream,
             extensions={"http_version": b"HTTP/1.1", "reason_phrase": response.reason},
         )
 
+    def _cancelled(self, notification: dict[str, Any]) -> None:
+        """A ``notifications/cancelled`` on its way: the stream of the call it names ends."""
+        params = notification.get("params")
+        key = params.get("requestId") if isinstance(params, dict) else None
+        stream = self._streams.pop(key, None) if isinstance(key, int | str) else None
+        if stream is not None:
+            stream.cancel()
+
     async def aclose(self) -> None:
         await self._pool.aclose()
+
+
+def _message(body: bytes) -> dict[str, Any] | None:
+    """The JSON-RPC message a POST carries (``None``: not one, or not JSON)."""
+    try:
+        message = orjson.loads(body) if body else None
+    except orjson.JSONDecodeError:
+        return None
+    return message if isinstance(message, dict) else None
 
 
 def mcp_http_client(

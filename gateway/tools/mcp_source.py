@@ -4,10 +4,11 @@ or a subprocess over stdio (``command``; it gets the environment
 configured for it over the SDK's few safe basics — ``PATH``, ``HOME``, ``USER`` and the like —
 never the gateway's own).
 
-The connection is opened at start-up and kept (its context is entered and left by the task that
-starts and stops the gateway, as the SDK's cancel scopes require). A server that says its tools
-changed is listed again, then ``on_change`` is called: on the 2026-07-28 protocol the change
-comes on a ``subscriptions/listen`` stream kept open for it, before that as a
+The connection is opened at start-up and kept by a task of its own, which enters and leaves the
+SDK's context (as its cancel scopes require), notices when the server goes down and connects
+again (:mod:`~chunkbridge.gateway.tools.supervisor`). A server that says its tools changed is
+listed again, then ``on_change`` is called: on the 2026-07-28 protocol the change comes on a
+``subscriptions/listen`` stream kept open for it, before that as a
 ``notifications/tools/list_changed``.
 
 A call that needs the user's input (MCP 2026-07-28: an ``InputRequiredResult`` with a form
@@ -36,6 +37,7 @@ from chunkbridge.gateway.logging import get_logger
 from chunkbridge.gateway.tool_settings import ToolServerSettings
 from chunkbridge.gateway.tools.catalog import Progress, RemoteTool, ToolAnswer, ToolOutcome
 from chunkbridge.gateway.tools.mcp_results import outcome_of
+from chunkbridge.gateway.tools.supervisor import Supervisor, describe, watched
 
 __all__ = ["McpToolSource", "ToolSourceUnavailable"]
 
@@ -66,12 +68,17 @@ class McpToolSource:
         #: Called after the tool list was read again (the server said it changed).
         self.on_change: Callable[[McpToolSource], None] = lambda source: None
         self.log = get_logger("chunkbridge.tools")
+        #: Keeps the connection, and says whether the server is up.
+        self.health = Supervisor(self)
+        #: Set when the current connection is found ended (see :meth:`_ended`).
+        self.lost = asyncio.Event()
+        self.lost_reason: str | None = None
         self._client: Any = None
         self._stack = contextlib.AsyncExitStack()
         self._relisting: asyncio.Task[None] | None = None
         self._listening: asyncio.Task[None] | None = None
 
-    def _new_client(self) -> Any:
+    def _new_client(self, stack: contextlib.AsyncExitStack) -> Any:
         try:
             from mcp import Client
         except ImportError as exc:
@@ -87,22 +94,37 @@ class McpToolSource:
             "message_handler": self._message,
             "elicitation_callback": self._elicited_mid_call,
         }
+        if settings.roots is not None:  # the callback is what declares the capability
+            hooks["list_roots_callback"] = self._roots
         if settings.command is not None:
+            from mcp.client.stdio import stdio_client
+
             parameters = StdioServerParameters(
                 command=settings.command,
                 args=list(settings.args),
                 env=dict(settings.env),
                 cwd=settings.cwd,
             )
-            return Client(parameters, **hooks)
+            return Client(watched(stdio_client(parameters), self._ended), **hooks)
         assert settings.url is not None
         from mcp.client.streamable_http import streamable_http_client
 
         from chunkbridge.gateway.tools.http_transport import mcp_http_client
 
         http = mcp_http_client(settings.headers or None, self.tls)
-        self._stack.push_async_callback(http.aclose)
-        return Client(streamable_http_client(settings.url, http_client=http), **hooks)
+        stack.push_async_callback(http.aclose)
+        transport = streamable_http_client(settings.url, http_client=http)
+        return Client(watched(transport, self._ended), **hooks)
+
+    def _ended(self) -> None:
+        """The server's messages ended: for stdio, its process exited."""
+        if not self.lost.is_set():
+            self.lost_reason = (
+                "the server's process exited"
+                if self.settings.command is not None
+                else "the server's connection closed"
+            )
+            self.lost.set()
 
     async def _elicited_mid_call(self, context: Any, params: Any) -> Any:
         """An older protocol's ``elicitation/create`` in the middle of a call: refused (see
@@ -119,6 +141,13 @@ class McpToolSource:
             code=INVALID_REQUEST,
             message="this client asks the user only through input requests (MCP 2026-07-28)",
         )
+
+    async def _roots(self, context: Any) -> Any:
+        """``roots/list``: the configured ``roots``."""
+        from mcp.types import ListRootsResult, Root
+
+        roots = [Root(uri=uri) for uri in self.settings.roots or ()]
+        return ListRootsResult(roots=roots)
 
     async def _message(self, message: Any) -> None:
         """The server's notifications: a changed tool list is read again (in a task of its
@@ -143,6 +172,8 @@ class McpToolSource:
             except ListenNotSupportedError:
                 return  # an older protocol: the change comes as a notification
             except SubscriptionLost as exc:  # dropped: listen again, and read the list anew
+                if self.lost.is_set():
+                    return  # the server is down: the supervisor connects again
                 self.log.warning("tools.listen_lost", server=self.name, error=repr(exc))
                 await asyncio.sleep(LISTEN_RETRY)
                 await self._relist()
@@ -151,9 +182,12 @@ class McpToolSource:
                 return
 
     async def _relist(self) -> None:
+        client = self._client
+        if client is None:
+            return
         try:
             async with asyncio.timeout(self.settings.connect_timeout):
-                self.tools = await self._list()
+                self.tools = await self._list(client)
         except Exception as exc:  # the old list stays; the next change tries again
             self.log.warning(
                 "tools.relist_failed", server=self.name, error=f"{type(exc).__name__}: {exc}"
@@ -165,24 +199,44 @@ class McpToolSource:
         """Connect and read the tool list; :class:`ToolSourceUnavailable` when that fails."""
         where = self.settings.url or self.settings.command
         try:
-            async with asyncio.timeout(self.settings.connect_timeout):
-                self._client = await self._stack.enter_async_context(self._new_client())
-                self.tools = await self._list()
+            await self.health.start()
         except Exception as exc:
-            await self.aclose()
             raise ToolSourceUnavailable(
                 f"tool server {self.name!r} ({where}): {type(exc).__name__}: {exc}"
             ) from exc
-        capabilities = self._client.server_capabilities
-        tools = getattr(capabilities, "tools", None)
-        if tools is not None and getattr(tools, "list_changed", False):
+
+    @property
+    def up(self) -> bool:
+        return self.health.up
+
+    async def open(self) -> None:
+        """Connect and read the tool list (in the supervising task, which closes it too)."""
+        self.lost = asyncio.Event()
+        self.lost_reason = None
+        stack = contextlib.AsyncExitStack()
+        try:
+            async with asyncio.timeout(self.settings.connect_timeout):
+                client = await stack.enter_async_context(self._new_client(stack))
+                tools = await self._list(client)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await stack.aclose()
+            raise
+        self._client, self._stack, self.tools = client, stack, tools
+        capabilities = client.server_capabilities
+        listed = getattr(capabilities, "tools", None)
+        if listed is not None and getattr(listed, "list_changed", False):
             self._listening = asyncio.get_running_loop().create_task(self._listen())
 
-    async def _list(self) -> list[RemoteTool]:
+    async def probe(self) -> None:
+        """A request the server must answer (``tools/list``, past the SDK's cache)."""
+        await self._client.session.list_tools()
+
+    async def _list(self, client: Any) -> list[RemoteTool]:
         tools: list[RemoteTool] = []
         cursor: str | None = None
         for _ in range(MAX_PAGES):
-            page = await self._client.list_tools(cursor=cursor)
+            page = await client.list_tools(cursor=cursor)
             for tool in page.tools:
                 annotations = tool.annotations
                 read_only = bool(annotations and annotations.read_only_hint)
@@ -214,12 +268,20 @@ class McpToolSource:
                 {"action": answer.action, "content": answer.content}
             )
             responses, state = {answer.key: response}, answer.state
+        client = self._client
+        if client is None:
+            reason = self.health.reason or "not connected"
+            return ToolOutcome(
+                error=f"{tool} failed: the tool server {self.name!r} is down "
+                f"({reason}); it is being started again"
+            )
+        lost = self.lost
         try:
             async with asyncio.timeout(settings.tool_timeout):
                 for pause in (0.0, *STATE_ONLY_PAUSES):
                     if pause:
                         await asyncio.sleep(pause)
-                    result = await self._client.session.call_tool(
+                    result = await client.session.call_tool(
                         tool,
                         arguments,
                         progress_callback=told,
@@ -233,18 +295,38 @@ class McpToolSource:
         except TimeoutError:
             return ToolOutcome(error=f"{tool} took longer than {settings.tool_timeout:g} s")
         except Exception as exc:  # the server's or the connection's failure, for the model
+            if lost.is_set() or self._client is not client:
+                reason = self.lost_reason or describe(exc)
+                return ToolOutcome(
+                    error=f"{tool} failed: the tool server {self.name!r} went "
+                    f"down during the call ({reason})"
+                )
             return ToolOutcome(error=f"{tool} failed: {type(exc).__name__}: {exc}")
         return outcome_of(tool, result, settings)
 
-    async def aclose(self) -> None:
+    async def close(self, failed: bool = False) -> str | None:
+        """Close the connection (in the task that opened it); what its transport failed with,
+        if it did. ``failed``: the SDK's transport failed and cancelled its scopes, in which
+        nothing can be awaited until they are left, so the connection closes first."""
         self._client = None
         tasks = [t for t in (self._relisting, self._listening) if t is not None]
+        self._relisting = self._listening = None
         for task in tasks:
             task.cancel()
-        if tasks:  # they end before the connection they use does
+        if tasks and not failed:  # they end before the connection they use does
             await asyncio.wait(tasks, timeout=1.0)
-        with contextlib.suppress(Exception):
-            await self._stack.aclose()
+        stack, self._stack = self._stack, contextlib.AsyncExitStack()
+        failure: str | None = None
+        try:
+            await stack.aclose()
+        except Exception as exc:
+            failure = describe(exc)
+        if tasks and failed:
+            await asyncio.wait(tasks, timeout=1.0)
+        return failure
+
+    async def aclose(self) -> None:
+        await self.health.stop()
 
 
 def _progress_callback(tell: Progress) -> Any:

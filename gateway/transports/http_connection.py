@@ -184,6 +184,7 @@ class HttpConnection(asyncio.Protocol):
             error = UpstreamClosed(detail=detail)
             error.__cause__ = exc
             self._fail(error)
+            self._wake(None)  # a reader waiting learns it now, not at its read timeout
         if not self.lost.done():
             self.lost.set_result(None)
 

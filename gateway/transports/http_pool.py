@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 import time
+import weakref
 
 import h11
 
@@ -51,6 +52,10 @@ class HttpConnectionPool:
     ) -> None:
         self.max_event_bytes = max_event_bytes
         self._idle: dict[Origin, list[HttpConnection]] = {}
+        #: Connections handed out and not released yet: closed with the pool, so none outlives
+        #: it when its user was torn down without closing every response (weak: a user may
+        #: close one itself, which is then nobody's to keep).
+        self._busy: weakref.WeakSet[HttpConnection] = weakref.WeakSet()
         #: For https origins; ``None``: the policy's default context, made when first needed.
         self._tls = tls
         self._proxies = Proxies()
@@ -89,7 +94,9 @@ class HttpConnectionPool:
             try:
                 shell.send(head, body, choose_decoder)
                 async with asyncio.timeout(response_timeout):
-                    return shell, await shell.response_ready
+                    response = await shell.response_ready
+                self._busy.add(shell)
+                return shell, response
             except TimeoutError:
                 shell.close()
                 raise UpstreamTimeout(detail="response: timed out") from None
@@ -140,6 +147,7 @@ class HttpConnectionPool:
 
     def release(self, shell: HttpConnection) -> None:
         """Back to the pool when the exchange ended cleanly, else closed."""
+        self._busy.discard(shell)
         if self._closed or not shell.reusable:
             shell.close()
             return
@@ -156,6 +164,9 @@ class HttpConnectionPool:
             for shell in idle:
                 shell.close()
         self._idle.clear()
+        for shell in list(self._busy):
+            shell.close()
+        self._busy.clear()
 
 
 def _absolute_form(head: h11.Request, origin: Origin, proxy: Proxy) -> h11.Request:

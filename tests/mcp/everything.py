@@ -1,99 +1,75 @@
-"""``@modelcontextprotocol/server-everything`` — the MCP project's reference server, from npm
-(TypeScript SDK) — run as its users run it: over stdio, the command a gateway starts, or over
-Streamable HTTP (``streamableHttp``, endpoint ``/mcp``). ``make install`` puts it beside the AI
-SDK in ``tests/conformance/node_modules``."""
+"""``@modelcontextprotocol/server-everything``, the TypeScript SDK's reference server (installed
+under tests/conformance/node_modules by ``make install``): a third-party MCP server the tests
+run as users do, over stdio or Streamable HTTP."""
 
 from __future__ import annotations
 
+import contextlib
 import os
-import select
 import shutil
+import socket
 import subprocess
-import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests import components
-from tests.gateway_harness import free_port
+from tests.conftest import ROOT, require
 
-ENTRY = (
-    Path(__file__).resolve().parents[1]
-    / "conformance/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+#: The server's entry point; ``stdio`` or ``streamableHttp`` is its argument.
+EVERYTHING = (
+    ROOT / "tests/conformance/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 )
-#: Seconds the server may take to listen.
-START_TIMEOUT = 20.0
 
 
-def require_everything() -> None:
-    """Skip without Node or the package (fail under CI: ``make install`` provides both)."""
-    why = None
-    if shutil.which("node") is None:
-        why = "node is not on PATH"
-    elif not ENTRY.is_file():
-        why = f"{ENTRY} is missing (run make install)"
-    if why is not None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"server-everything: {why}")
-        pytest.skip(f"server-everything: {why}")
+def everything_stdio(**more: Any) -> dict[str, Any]:
+    """A tool server's settings: server-everything over stdio, with ``more`` of its settings
+    (skipped locally, failed under CI, when Node or the package is missing)."""
+    node = shutil.which("node")
+    missing = None if EVERYTHING.exists() else f"{EVERYTHING} (make install)"
+    require("server-everything", "node not on PATH" if node is None else missing)
     components.used("mcp")
+    assert node is not None
+    return {"command": node, "args": [str(EVERYTHING), "stdio"], **more}
 
 
-def stdio(**more: Any) -> dict[str, Any]:
-    """``tools`` for the gateway: the server over stdio, as ``everything``."""
-    require_everything()
-    return {"everything": {"command": "node", "args": [str(ENTRY), "stdio"], **more}}
+def pids_of(script: Path | str, parent: int) -> list[int]:
+    """The ids of ``parent``'s child processes running ``script``."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            command = (stat.parent / "cmdline").read_bytes().split(b"\0")
+        except (OSError, IndexError):
+            continue  # ended meanwhile
+        if int(fields[1]) == parent and str(script).encode() in command:
+            found.append(int(stat.parent.name))
+    return found
 
 
-@contextmanager
-def running_http() -> Iterator[str]:
-    """The server over Streamable HTTP on a free port: its endpoint's URL."""
-    require_everything()
-    port = free_port()
+@contextlib.contextmanager
+def running_everything_http(seconds: float = 20) -> Iterator[str]:
+    """server-everything over Streamable HTTP (MCP 2025-11-25) in a process of its own, at a
+    free port; yields its endpoint's URL once the port takes connections."""
+    node = everything_stdio()["command"]
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
     env = {**os.environ, "PORT": str(port)}
-    process = subprocess.Popen(
-        ["node", str(ENTRY), "streamableHttp"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    drain: threading.Thread | None = None
+    command = [node, str(EVERYTHING), "streamableHttp"]
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        drain = _wait_listening(process)
+        deadline = time.monotonic() + seconds
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("server-everything did not start") from None
+                time.sleep(0.05)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        process.terminate()
-        try:
-            process.wait(5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(5)
-        if drain is not None:
-            drain.join(5)
-        if process.stderr is not None:
-            process.stderr.close()
-
-
-def _wait_listening(process: subprocess.Popen[str]) -> threading.Thread:
-    """Until the server says it listens (bounded); its later log lines are read and dropped, so
-    that a full pipe never stops it."""
-    assert process.stderr is not None
-    stderr = process.stderr
-    deadline = time.monotonic() + START_TIMEOUT
-    seen: list[str] = []
-    while (left := deadline - time.monotonic()) > 0:
-        ready, _, _ = select.select([stderr], [], [], left)
-        line = stderr.readline() if ready else ""
-        if not line and process.poll() is not None:
-            break
-        seen.append(line)
-        if "listening on port" in line:
-            drain = threading.Thread(target=stderr.read, daemon=True)
-            drain.start()
-            return drain
-    raise AssertionError(f"server-everything did not listen: {''.join(seen)[-2000:]}")
+        proc.terminate()
+        proc.wait(10)

@@ -69,11 +69,11 @@ def build(mark: str | None = None, name: str = "probe") -> MCPServer:
 
     @server.tool()
     async def slow(seconds: float, ctx: Context) -> str:
-        """Wait, then say done (notes its start beside the cancellation mark, and a
-        cancellation in it)."""
+        """Wait, then say done (notes its start — this process's id — beside the cancellation
+        mark, and a cancellation in it)."""
         path = mark or noted(ctx, "cancel-mark")
         if path:
-            Path(path + ".started").touch()  # noqa: ASYNC240 (a test's file: no await)
+            Path(path + ".started").write_text(str(os.getpid()))  # noqa: ASYNC240 (no await)
         try:
             await asyncio.sleep(seconds)
         except asyncio.CancelledError:
@@ -149,30 +149,41 @@ def build(mark: str | None = None, name: str = "probe") -> MCPServer:
     return server
 
 
-def serve_http() -> None:
-    """Streamable HTTP on 127.0.0.1 at a port the kernel picks; the first line printed is the
-    endpoint's URL, printed once the port takes connections."""
+def serve_http(port: int = 0) -> None:
+    """Streamable HTTP on 127.0.0.1 at ``port`` (0: one the kernel picks); the first line
+    printed is the endpoint's URL, printed once the port takes connections."""
     import uvicorn
 
     sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # the port of a killed server
+    sock.bind(("127.0.0.1", port))
     sock.listen(128)  # connections wait in the backlog until uvicorn has started
     print(f"http://127.0.0.1:{sock.getsockname()[1]}/mcp", flush=True)
     app = build().streamable_http_app()
     uvicorn.Server(uvicorn.Config(app, log_level="error", lifespan="on")).run(sockets=[sock])
 
 
+def start_http(seconds: float = 20, port: int = 0) -> tuple[subprocess.Popen[str], str]:
+    """This server over Streamable HTTP in a process of its own (at ``port``, 0: any): the
+    process, and its endpoint's URL once it takes connections."""
+    command = [sys.executable, __file__, "--http", str(port)]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    if not select.select([proc.stdout], [], [], seconds)[0]:
+        proc.kill()
+        raise RuntimeError(f"the MCP test server said nothing in {seconds} s")
+    url = proc.stdout.readline().strip()
+    if not url.startswith("http://"):
+        proc.kill()
+        raise RuntimeError(f"the MCP test server did not start: {url!r}")
+    return proc, url
+
+
 @contextlib.contextmanager
-def running_http(seconds: float = 20) -> Iterator[str]:
-    """This server over Streamable HTTP in a process of its own; yields its endpoint's URL."""
-    proc = subprocess.Popen([sys.executable, __file__, "--http"], stdout=subprocess.PIPE, text=True)
+def running_http(seconds: float = 20, port: int = 0) -> Iterator[str]:
+    """:func:`start_http`, stopped at the end; yields the endpoint's URL."""
+    proc, url = start_http(seconds, port)
     try:
-        assert proc.stdout is not None
-        if not select.select([proc.stdout], [], [], seconds)[0]:
-            raise RuntimeError(f"the MCP test server said nothing in {seconds} s")
-        url = proc.stdout.readline().strip()
-        if not url.startswith("http://"):
-            raise RuntimeError(f"the MCP test server did not start: {url!r}")
         yield url
     finally:
         proc.terminate()
@@ -182,7 +193,7 @@ def running_http(seconds: float = 20) -> Iterator[str]:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--http"]:
-        serve_http()
+    if sys.argv[1:2] == ["--http"]:
+        serve_http(int(sys.argv[2]) if len(sys.argv) > 2 else 0)
     else:
         build(name=sys.argv[1] if len(sys.argv) > 1 else "probe").run("stdio")

@@ -55,6 +55,22 @@ class Metrics:
         self.stream_outcomes = Counter(
             "chunkbridge_stream_outcomes", "Streams by close reason", ["reason"], registry=registry
         )
+        self._stores_and_tools(registry)
+        self.time_to_first_chunk = Histogram(
+            "chunkbridge_time_to_first_chunk_seconds",
+            "Request start to the first translated chunk",
+            buckets=_LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.stream_duration = Histogram(
+            "chunkbridge_stream_duration_seconds",
+            "Request start to the end of the stream",
+            buckets=_DURATION_BUCKETS,
+            registry=registry,
+        )
+
+    def _stores_and_tools(self, registry: CollectorRegistry) -> None:
+        """What the turns' collaborators report: the transcript store and the tool servers."""
         self.transcript_writes = Counter(
             "chunkbridge_transcript_writes",
             "Transcript writes: written, retried (the database failed, tried again), failed "
@@ -77,18 +93,6 @@ class Metrics:
             "chunkbridge_tool_server_downs",
             "Times an MCP tool server was found down (its process exited, no answer)",
             ["server"],
-            registry=registry,
-        )
-        self.time_to_first_chunk = Histogram(
-            "chunkbridge_time_to_first_chunk_seconds",
-            "Request start to the first translated chunk",
-            buckets=_LATENCY_BUCKETS,
-            registry=registry,
-        )
-        self.stream_duration = Histogram(
-            "chunkbridge_stream_duration_seconds",
-            "Request start to the end of the stream",
-            buckets=_DURATION_BUCKETS,
             registry=registry,
         )
 

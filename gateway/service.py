@@ -25,6 +25,7 @@ from chunkbridge.gateway.turn.agent_setup import AgentSetup, agent_setup
 from chunkbridge.gateway.turn.driver import DriverSettings
 from chunkbridge.gateway.turn.opening import admit, assemble, connect, delivered
 from chunkbridge.gateway.turn.run import OpenTurns, RunServices, TurnRun
+from chunkbridge.gateway.turn.sampling import Sampled, Sampler
 from chunkbridge.kit import (
     Dialect,
     TranslatorOptions,
@@ -56,7 +57,9 @@ class Gateway:
         self._retention: asyncio.Task[None] | None = None
         #: The MCP servers whose tools the gateway runs (``[tools.<server>]``).
         self.tools = (
-            ToolSources(config.tools, client_tls(config), self.metrics) if config.tools else None
+            ToolSources(config.tools, client_tls(config), self.metrics, self)
+            if config.tools
+            else None
         )
         #: The agent loop, once the tools are listed (:meth:`start`).
         self.agent: AgentSetup | None = None
@@ -167,6 +170,19 @@ class Gateway:
         """What the questions of gateway tools are signed with: ``approval_secret``, or a key
         of this process."""
         return self.config.approval_secret or self._own_secret
+
+    async def complete(
+        self, messages: list[dict[str, Any]], system: str, max_tokens: int, model: str | None
+    ) -> Sampled:
+        """A tool server's sampling request, answered by this gateway's model (``sampling``)."""
+        sampler = Sampler(
+            self.dialect,
+            self.connector,
+            self._app_settings,
+            self.translator_options,
+            self.driver_settings,
+        )
+        return await sampler.complete(messages, system, max_tokens, model)
 
     async def aclose(self) -> None:
         """Drain the open turns (each ends validly; up to ``drain_timeout``), write what they

@@ -32,6 +32,7 @@ from chunkbridge.gateway.tools.catalog import (
     build_catalog,
     unknown_tool,
 )
+from chunkbridge.gateway.tools.mcp_sampling import Complete
 from chunkbridge.gateway.tools.mcp_source import McpToolSource, ToolSourceUnavailable
 from chunkbridge.gateway.tools.meta import answer as meta_answer
 from chunkbridge.protocol_specs import meta_tools
@@ -56,11 +57,15 @@ class ToolSources:
         settings: Mapping[str, ToolServerSettings],
         tls: ssl.SSLContext | None = None,
         metrics: Metrics | None = None,
+        model: Complete | None = None,
     ) -> None:
+        """``model``: the gateway's, for the servers that may sample (``sampling = true``)."""
         self.settings = dict(settings)
         #: Whether each server is up (``chunkbridge_tool_servers_up``), how often it went down.
         self.metrics = metrics
-        self.sources = {name: McpToolSource(name, s, tls) for name, s in self.settings.items()}
+        self.sources = {
+            name: McpToolSource(name, s, tls, model) for name, s in self.settings.items()
+        }
         self.catalog: dict[str, CatalogTool] = {}
         #: Every server's tools, those of the servers down too (a call of one gets an error
         #: that says the server is down, not that the tool does not exist).
@@ -121,7 +126,8 @@ class ToolSources:
         if entry is not None:
             server = entry.server
             source = self.sources[server]
-            outcome = await source.call(entry.tool.name, arguments, progress, answer)
+            with source.sampling_budget():
+                outcome = await source.call(entry.tool.name, arguments, progress, answer)
         elif name in meta_tools.NAMES and self.meta:
             server = None
             outcome = meta_answer(name, arguments, self.catalog)

@@ -13,6 +13,8 @@ sampling (``tools`` in the request) is not offered: the answer is text.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 from chunkbridge.gateway.logging import get_logger
@@ -22,9 +24,16 @@ __all__ = ["Complete", "Completion", "SamplingGate"]
 
 
 class Completion(Protocol):
-    text: str
-    model: str
-    finish_reason: str | None
+    """The model's answer: its text, the model that gave it, why it stopped."""
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def finish_reason(self) -> str | None: ...
 
 
 class Complete(Protocol):
@@ -51,13 +60,16 @@ class SamplingGate:
         self._samples = 0
         self.log = get_logger("chunkbridge.tools")
 
-    def call_started(self) -> None:
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        """A call of the server runs: it may sample (the budget grows while it runs)."""
         self.calls += 1
-
-    def call_ended(self) -> None:
-        self.calls -= 1
-        if self.calls <= 0:
-            self.calls = self._samples = 0
+        try:
+            yield
+        finally:
+            self.calls -= 1
+            if self.calls <= 0:
+                self.calls = self._samples = 0
 
     async def answer(self, context: Any, params: Any) -> Any:
         """The SDK's ``sampling_callback``: a ``CreateMessageResult``, or ``ErrorData``."""

@@ -37,6 +37,7 @@ from chunkbridge.gateway.logging import get_logger
 from chunkbridge.gateway.tool_settings import ToolServerSettings
 from chunkbridge.gateway.tools.catalog import Progress, RemoteTool, ToolAnswer, ToolOutcome
 from chunkbridge.gateway.tools.mcp_results import outcome_of
+from chunkbridge.gateway.tools.mcp_sampling import Complete, SamplingGate
 from chunkbridge.gateway.tools.supervisor import Supervisor, describe, watched
 
 __all__ = ["McpToolSource", "ToolSourceUnavailable"]
@@ -58,10 +59,18 @@ class McpToolSource:
     """One configured MCP server (see the module)."""
 
     def __init__(
-        self, name: str, settings: ToolServerSettings, tls: ssl.SSLContext | None = None
+        self,
+        name: str,
+        settings: ToolServerSettings,
+        tls: ssl.SSLContext | None = None,
+        model: Complete | None = None,
     ) -> None:
         self.name = name
         self.settings = settings
+        #: ``sampling = true``: the server's sampling requests, answered by ``model``.
+        self.sampling = (
+            SamplingGate(name, settings, model) if settings.sampling and model is not None else None
+        )
         #: For https servers: the context with the gateway's client certificate (mTLS), if any.
         self.tls = tls
         self.tools: list[RemoteTool] = []
@@ -96,6 +105,8 @@ class McpToolSource:
         }
         if settings.roots is not None:  # the callback is what declares the capability
             hooks["list_roots_callback"] = self._roots
+        if self.sampling is not None:  # (likewise)
+            hooks["sampling_callback"] = self.sampling.answer
         if settings.command is not None:
             from mcp.client.stdio import stdio_client
 
@@ -246,6 +257,10 @@ class McpToolSource:
             if cursor is None:
                 break
         return tools
+
+    def sampling_budget(self) -> contextlib.AbstractContextManager[None]:
+        """Held while a call of the server runs: what it may sample grows with the calls."""
+        return self.sampling.running() if self.sampling is not None else contextlib.nullcontext()
 
     async def call(
         self,

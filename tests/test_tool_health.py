@@ -26,6 +26,7 @@ from chunkbridge.gateway.tools import ToolSources
 from tests.agent_responses import answer
 from tests.conftest import stdio_tools
 from tests.gateway_harness import http_upstream, post, running_gateway, user_body
+from tests.helpers import result_of
 from tests.mcp.everything import EVERYTHING, everything_stdio, pids_of
 from tests.mcp.tools_server import start_http
 from tests.test_agent_loop import Model, parts_of
@@ -202,7 +203,7 @@ async def test_an_http_server_that_stops_answering_is_connected_again(failure: s
                 server, _ = start_http(port=port)
             assert await catalogs.next(10) == offered
         added = await sources.call("add", {"a": 1, "b": 2})
-        assert added.output == {"result": 3}, added
+        assert result_of(added.output) == {"result": 3}, added
     finally:
         await sources.aclose()
         stop(server)

@@ -62,6 +62,12 @@ class ToolServerSettings(BaseModel):
         15.0, gt=0, description="http: seconds between the liveness probes of a connected server"
     )
     tool_timeout: float = Field(60.0, gt=0, description="seconds one call may take")
+    elicitation_timeout: float = Field(
+        600.0,
+        gt=0,
+        description="seconds a call that asked the user mid-call (before MCP 2026-07-28) waits "
+        "for the answer; then the server is told the user declined",
+    )
     max_output_bytes: int = Field(100_000, gt=0, description="a longer tool output is cut")
     max_media_bytes: int = Field(
         5_000_000,

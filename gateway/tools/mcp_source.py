@@ -15,8 +15,8 @@ A call that needs the user's input (MCP 2026-07-28: an ``InputRequiredResult`` w
 elicitation) ends with the question (:class:`~chunkbridge.gateway.tools.catalog.ToolQuestion`);
 the call made again with the answer (:class:`~chunkbridge.gateway.tools.catalog.ToolAnswer`)
 carries it and the server's state — nothing waits in this process meanwhile. A server of an
-older protocol that asks in the middle of a call (``elicitation/create``) is refused, said in a
-log line: its call cannot outlive the turn that must end for the user to answer.
+older protocol asks in the middle of a call (``elicitation/create``): the call is parked with
+its question until the answer comes (:mod:`~chunkbridge.gateway.tools.mid_call`).
 
 A call is bounded by the server's ``tool_timeout``; a call that is cancelled — a stop, a
 timeout — is abandoned with the protocol's ``notifications/cancelled``, which the SDK sends, so
@@ -35,9 +35,16 @@ from typing import Any
 
 from chunkbridge.gateway.logging import get_logger
 from chunkbridge.gateway.tool_settings import ToolServerSettings
-from chunkbridge.gateway.tools.catalog import Progress, RemoteTool, ToolAnswer, ToolOutcome
+from chunkbridge.gateway.tools.catalog import (
+    Progress,
+    RemoteTool,
+    ToolAnswer,
+    ToolOutcome,
+    ToolQuestion,
+)
 from chunkbridge.gateway.tools.mcp_results import outcome_of
 from chunkbridge.gateway.tools.mcp_sampling import Complete, SamplingGate
+from chunkbridge.gateway.tools.mid_call import KEY_PREFIX, AskingCalls
 from chunkbridge.gateway.tools.supervisor import Supervisor, describe, watched
 
 __all__ = ["McpToolSource", "ToolSourceUnavailable"]
@@ -77,6 +84,8 @@ class McpToolSource:
         #: Called after the tool list was read again (the server said it changed).
         self.on_change: Callable[[McpToolSource], None] = lambda source: None
         self.log = get_logger("chunkbridge.tools")
+        #: Calls that ask the user in their middle (before MCP 2026-07-28), parked meanwhile.
+        self.asking = AskingCalls(name, settings.elicitation_timeout)
         #: Keeps the connection, and says whether the server is up.
         self.health = Supervisor(self)
         #: Set when the current connection is found ended (see :meth:`_ended`).
@@ -101,7 +110,7 @@ class McpToolSource:
         # check it before they ask through an InputRequiredResult)
         hooks: dict[str, Any] = {
             "message_handler": self._message,
-            "elicitation_callback": self._elicited_mid_call,
+            "elicitation_callback": self._elicited,
         }
         if settings.roots is not None:  # the callback is what declares the capability
             hooks["list_roots_callback"] = self._roots
@@ -137,21 +146,8 @@ class McpToolSource:
             )
             self.lost.set()
 
-    async def _elicited_mid_call(self, context: Any, params: Any) -> Any:
-        """An older protocol's ``elicitation/create`` in the middle of a call: refused (see
-        the module)."""
-        from mcp.types import INVALID_REQUEST, ErrorData
-
-        self.log.warning(
-            "tools.elicitation_refused",
-            server=self.name,
-            protocol=getattr(self._client, "protocol_version", None),
-            hint="the gateway asks the user through MCP 2026-07-28 input requests",
-        )
-        return ErrorData(
-            code=INVALID_REQUEST,
-            message="this client asks the user only through input requests (MCP 2026-07-28)",
-        )
+    async def _elicited(self, context: Any, params: Any) -> Any:
+        return await self.asking.elicit(params)
 
     async def _roots(self, context: Any) -> Any:
         """``roots/list``: the configured ``roots``."""
@@ -270,19 +266,10 @@ class McpToolSource:
         answer: ToolAnswer | None = None,
     ) -> ToolOutcome:
         """Run ``tool`` (its server's own name) with ``arguments`` — again with the user's
-        ``answer`` to the question it asked; the server's progress notifications for it go to
-        ``progress`` (unless the server's ``progress`` is off)."""
-        from mcp.types import ElicitResult, InputRequiredResult
-
+        ``answer`` to the question it asked, or on with it (a parked call); the server's
+        progress notifications for it go to ``progress`` (unless the server's ``progress`` is
+        off)."""
         settings = self.settings
-        told = _progress_callback(progress) if progress and settings.progress else None
-        responses: dict[str, Any] | None = None
-        state: str | None = None
-        if answer is not None:
-            response = ElicitResult.model_validate(
-                {"action": answer.action, "content": answer.content}
-            )
-            responses, state = {answer.key: response}, answer.state
         client = self._client
         if client is None:
             reason = self.health.reason or "not connected"
@@ -290,23 +277,20 @@ class McpToolSource:
                 error=f"{tool} failed: the tool server {self.name!r} is down "
                 f"({reason}); it is being started again"
             )
+        if (
+            answer is not None
+            and answer.key.startswith(KEY_PREFIX)
+            and not self.asking.parked(answer)
+        ):
+            return ToolOutcome(
+                error=f"{tool} no longer waits for this answer (its question timed out, or the "
+                "call runs on another instance of the gateway)"
+            )
+        told = _progress_callback(progress) if progress and settings.progress else None
         lost = self.lost
         try:
-            async with asyncio.timeout(settings.tool_timeout):
-                for pause in (0.0, *STATE_ONLY_PAUSES):
-                    if pause:
-                        await asyncio.sleep(pause)
-                    result = await client.session.call_tool(
-                        tool,
-                        arguments,
-                        progress_callback=told,
-                        allow_input_required=True,
-                        input_responses=responses,
-                        request_state=state,
-                    )
-                    if not isinstance(result, InputRequiredResult) or result.input_requests:
-                        break
-                    responses, state = None, result.request_state  # not done: only its state
+            run = _call_tool(client, tool, arguments, told, answer)
+            result = await self.asking.call(run, answer, settings.tool_timeout)
         except TimeoutError:
             return ToolOutcome(error=f"{tool} took longer than {settings.tool_timeout:g} s")
         except Exception as exc:  # the server's or the connection's failure, for the model
@@ -317,6 +301,8 @@ class McpToolSource:
                     f"down during the call ({reason})"
                 )
             return ToolOutcome(error=f"{tool} failed: {type(exc).__name__}: {exc}")
+        if isinstance(result, ToolQuestion):
+            return ToolOutcome(asks=result)
         return outcome_of(tool, result, settings)
 
     async def close(self, failed: bool = False) -> str | None:
@@ -342,6 +328,35 @@ class McpToolSource:
 
     async def aclose(self) -> None:
         await self.health.stop()
+
+
+async def _call_tool(
+    client: Any, tool: str, arguments: dict[str, Any], told: Any, answer: ToolAnswer | None
+) -> Any:
+    """The SDK's ``tools/call``; a 2026-07-28 server's answer is made again with the user's
+    answer, and again while the server sends only its state, as the SDK's own client waits."""
+    from mcp.types import ElicitResult, InputRequiredResult
+
+    responses: dict[str, Any] | None = None
+    state: str | None = None
+    if answer is not None:
+        response = ElicitResult.model_validate({"action": answer.action, "content": answer.content})
+        responses, state = {answer.key: response}, answer.state
+    for pause in (0.0, *STATE_ONLY_PAUSES):
+        if pause:
+            await asyncio.sleep(pause)
+        result = await client.session.call_tool(
+            tool,
+            arguments,
+            progress_callback=told,
+            allow_input_required=True,
+            input_responses=responses,
+            request_state=state,
+        )
+        if not isinstance(result, InputRequiredResult) or result.input_requests:
+            break
+        responses, state = None, result.request_state  # not done: only its state
+    return result
 
 
 def _progress_callback(tell: Progress) -> Any:

@@ -7,6 +7,7 @@ model. The server is the MCP project's own (server-everything, npm, its
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 import orjson
@@ -15,7 +16,7 @@ import pytest
 from chunkbridge.gateway.tool_settings import ToolServerSettings
 from chunkbridge.gateway.tools import ToolAnswer, ToolSources
 from chunkbridge.gateway.tools.mid_call import KEY_PREFIX
-from tests.mcp.everything import everything_stdio
+from tests.mcp.everything import everything_stdio, running_everything_http
 from tests.test_agent_loop import Model, agent_gateway, steps_script
 
 ASK: list[tuple[str, list[Any]]] = [
@@ -49,16 +50,24 @@ async def test_a_parked_call_gets_its_answer_and_a_timed_out_one_is_declined() -
     assert expired.error is not None and "no longer waits" in expired.error
 
 
-@pytest.mark.parametrize("major", [5, 6, 7])
+@pytest.mark.parametrize(
+    ("major", "transport"), [(5, "stdio"), (6, "stdio"), (7, "stdio"), (7, "http")]
+)
 async def test_the_user_answers_a_2025_11_25_servers_question_through_the_chat(
-    major: int, real_clients: Any
+    major: int, transport: str, real_clients: Any
 ) -> None:
     model = Model(steps_script("anthropic-messages", ASK))
-    tools = {"everything": everything_stdio(approval="never")}
-    async with agent_gateway(model, "anthropic-messages", tools, target=major) as base:
-        api = f"{base}/api/sessions/s-{major}/chat"
-        answers = [{"kind": "question", "output": {"name": "Ada"}}]
-        result = await real_clients.chat_loop(api, major, "sign me up", answers, auto=True)
+    with contextlib.ExitStack() as stack:
+        if transport == "stdio":
+            server = everything_stdio(approval="never")
+        else:
+            server = {"url": stack.enter_context(running_everything_http()), "approval": "never"}
+        async with agent_gateway(
+            model, "anthropic-messages", {"everything": server}, target=major
+        ) as base:
+            api = f"{base}/api/sessions/s-{major}/chat"
+            answers = [{"kind": "question", "output": {"name": "Ada"}}]
+            result = await real_clients.chat_loop(api, major, "sign me up", answers, auto=True)
     assert result["error"] is None and result["status"] == "ready", result
     message = result["messages"][-1]
     (call,) = [p for p in message["parts"] if p.get("toolName") == "trigger-elicitation-request"]

@@ -3,6 +3,7 @@ through the dialect's request and stream like a chat — every provider dialect,
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import orjson
@@ -19,7 +20,7 @@ from chunkbridge.gateway.turn.sampling import Sampler, SamplingFailed
 from chunkbridge.kit import TranslatorOptions
 from tests.agent_responses import PROVIDER_DIALECTS
 from tests.gateway_harness import http_upstream, post, user_body
-from tests.mcp.everything import everything_stdio
+from tests.mcp.everything import everything_stdio, running_everything_http
 from tests.test_agent_loop import Model, agent_gateway, steps_script
 
 SETTINGS = DriverSettings(
@@ -81,11 +82,19 @@ SAMPLING: list[tuple[str, list[Any]]] = [
 ]
 
 
-async def test_a_server_samples_the_gateways_model_when_allowed(real_clients: Any) -> None:
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_a_server_samples_the_gateways_model_when_allowed(
+    transport: str, real_clients: Any
+) -> None:
     model = Model(steps_script("anthropic-messages", SAMPLING))
-    tools = {"everything": everything_stdio(sampling=True, approval="never")}
-    async with agent_gateway(model, "anthropic-messages", tools) as base:
-        response = await post(base, "s1", user_body("write me a haiku", id="c1"))
+    with contextlib.ExitStack() as stack:
+        if transport == "stdio":
+            server = everything_stdio(sampling=True, approval="never")
+        else:
+            url = stack.enter_context(running_everything_http())
+            server = {"url": url, "sampling": True, "approval": "never"}
+        async with agent_gateway(model, "anthropic-messages", {"everything": server}) as base:
+            response = await post(base, "s1", user_body("write me a haiku", id="c1"))
     assert response.status_code == 200, response.text
     for major, verdict in real_clients.check(response.content).items():
         assert verdict.ok and verdict.finish_reason == "stop", (major, verdict.fatal)

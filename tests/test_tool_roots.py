@@ -5,6 +5,7 @@ and lists the ones it was given."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import orjson
@@ -15,7 +16,7 @@ from chunkbridge.gateway.tool_settings import ToolServerSettings
 from chunkbridge.gateway.tools import ToolSources
 from tests.agent_responses import answer
 from tests.gateway_harness import http_upstream, post, running_gateway, user_body
-from tests.mcp.everything import everything_stdio
+from tests.mcp.everything import everything_stdio, running_everything_http
 from tests.test_agent_loop import Model
 
 ROOTS = ["file:///srv/project", "file:///home/me/notes%20and%20drafts"]
@@ -25,17 +26,24 @@ LISTING: list[tuple[str, list[Any]]] = [
 ]
 
 
-async def test_the_configured_roots_reach_the_server_and_the_model(real_clients: Any) -> None:
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_the_configured_roots_reach_the_server_and_the_model(
+    transport: str, real_clients: Any
+) -> None:
     model = Model(lambda n, body: answer("anthropic-messages", *LISTING[min(n, 2) - 1], n=n))
-    tools = {"everything": everything_stdio(roots=ROOTS, approval="never")}
-    async with (
-        http_upstream("/{path:path}", model.handle) as upstream,
-        running_gateway(dialect="anthropic-messages", upstream=upstream, tools=tools) as (
-            base,
-            _,
-        ),
-    ):
-        response = await post(base, "s1", user_body("which roots?", id="c-1"))
+    with contextlib.ExitStack() as stack:
+        if transport == "stdio":
+            server = everything_stdio(roots=ROOTS, approval="never")
+        else:
+            url = stack.enter_context(running_everything_http())
+            server = {"url": url, "roots": ROOTS, "approval": "never"}
+        async with (
+            http_upstream("/{path:path}", model.handle) as upstream,
+            running_gateway(
+                dialect="anthropic-messages", upstream=upstream, tools={"everything": server}
+            ) as (base, _),
+        ):
+            response = await post(base, "s1", user_body("which roots?", id="c-1"))
     assert response.status_code == 200
     for verdict in real_clients.check(response.content, (5, 6, 7)).values():
         assert verdict.ok and verdict.finish_reason == "stop", verdict.fatal

@@ -16,6 +16,7 @@ import pytest
 from chunkbridge.gateway.tool_settings import ToolServerSettings
 from chunkbridge.gateway.tools import ToolAnswer, ToolSources
 from chunkbridge.gateway.tools.mid_call import KEY_PREFIX
+from chunkbridge.protocol_specs.elicitation import elicitation_question
 from tests.mcp.everything import everything_stdio, running_everything_http
 from tests.test_agent_loop import Model, agent_gateway, steps_script
 
@@ -78,3 +79,25 @@ async def test_the_user_answers_a_2025_11_25_servers_question_through_the_chat(
     assert len(model.requests) == 2  # the model heard the result, never the question
     heard = orjson.dumps(model.requests[1]).decode()
     assert "Name: Ada" in heard and "ask_user" not in heard
+
+
+async def test_a_url_to_open_is_asked_as_a_choice_and_answered_as_the_users() -> None:
+    sources = ToolSources({"everything": ToolServerSettings(**everything_stdio())})
+    await sources.start()
+    page = {"url": "https://example.com/sign-in"}
+    try:
+        asked = await sources.call("trigger-url-elicitation", page)
+        assert asked.asks is not None, asked
+        opened = ToolAnswer(asked.asks.key, "accept", {"choice": "opened"}, None)
+        done = await sources.call("trigger-url-elicitation", page, answer=opened)
+        asked_again = await sources.call("trigger-url-elicitation", page)
+        assert asked_again.asks is not None
+        no = ToolAnswer(asked_again.asks.key, "accept", {"choice": "declined"}, None)
+        declined = await sources.call("trigger-url-elicitation", page, answer=no)
+    finally:
+        await sources.aclose()
+    assert "https://example.com/sign-in" in asked.asks.message  # the question shows the URL
+    form = elicitation_question(asked.asks.message, asked.asks.schema, {})
+    assert form["options"] == ["opened", "declined"]
+    assert "User completed the URL elicitation flow" in orjson.dumps(done.output).decode()
+    assert "declined to open the URL" in orjson.dumps(declined.output).decode()

@@ -9,6 +9,10 @@ as for a 2026-07-28 server — while the server's request waits, up to ``elicita
 (then it is declined, and the server goes on with that). The continuation's call with the answer
 delivers it to the waiting request and waits for the call's result (or its next question).
 
+A URL-mode request (the user is to open a page — a sign-in, a payment) asks the same way: the
+question shows the URL, its form one choice — ``opened`` or ``declined`` — and the server gets
+``accept`` or ``decline`` (what happens on the page is between the user and the server).
+
 Which call asked: the protocol links the request to no call, so the question is the call's that
 runs alone on the server; with several running, it is refused (the server reports it), said in
 a log line. The parked call lives in this process: a continuation another instance takes finds
@@ -26,10 +30,22 @@ from typing import Any
 from chunkbridge.gateway.logging import get_logger
 from chunkbridge.gateway.tools.catalog import ToolAnswer, ToolQuestion
 
-__all__ = ["KEY_PREFIX", "AskingCalls"]
+__all__ = ["KEY_PREFIX", "URL_CHOICE", "AskingCalls"]
 
 #: What the key of a parked call's question starts with (a 2026-07-28 server names its own).
 KEY_PREFIX = "mid-call-"
+#: The form of a URL-mode question.
+URL_CHOICE: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "choice": {
+            "type": "string",
+            "enum": ["opened", "declined"],
+            "description": "opened: you opened the page and did what it asks",
+        }
+    },
+    "required": ["choice"],
+}
 
 
 @dataclass(slots=True)
@@ -39,6 +55,8 @@ class _Question:
     schema: dict[str, Any]
     #: The user's answer: an ``ElicitResult`` for the waiting server.
     answer: asyncio.Future[Any]
+    #: A URL-mode question (its answer carries no content).
+    url: bool = False
 
 
 @dataclass(slots=True)
@@ -77,7 +95,7 @@ class AskingCalls:
             call = self._parked.pop(answer.key)
             question = call.asked.result()
             call.asked = asyncio.get_running_loop().create_future()
-            question.answer.set_result(_elicit_result(answer))
+            question.answer.set_result(_elicit_result(answer, question.url))
         else:
             call = _Call(asyncio.create_task(run))
         self._running.append(call)
@@ -99,18 +117,21 @@ class AskingCalls:
     async def elicit(self, params: Any) -> Any:
         """The server asks (the SDK's ``elicitation_callback``): the user's answer, when it
         comes (see the module), or an ``ErrorData``."""
-        from mcp.types import INVALID_REQUEST, ElicitRequestFormParams, ElicitResult, ErrorData
+        from mcp.types import INVALID_REQUEST, ElicitRequestURLParams, ElicitResult, ErrorData
 
         waiting = [call for call in self._running if not call.asked.done()]
-        if not isinstance(params, ElicitRequestFormParams) or len(waiting) != 1:
-            why = "a URL to open" if not isinstance(params, ElicitRequestFormParams) else None
-            why = why or f"{len(waiting)} calls running: which one asks is unknown"
+        if len(waiting) != 1:
+            why = f"{len(waiting)} calls running: which one asks is unknown"
             self.log.warning("tools.elicitation_refused", server=self.server, reason=why)
             return ErrorData(code=INVALID_REQUEST, message=f"cannot ask the user: {why}")
         key = KEY_PREFIX + uuid.uuid4().hex
         answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        schema = dict(params.requested_schema)
-        waiting[0].asked.set_result(_Question(key, params.message, schema, answer))
+        if isinstance(params, ElicitRequestURLParams):
+            message = f"{params.message}\nOpen {params.url}"
+            question = _Question(key, message, URL_CHOICE, answer, url=True)
+        else:
+            question = _Question(key, params.message, dict(params.requested_schema), answer)
+        waiting[0].asked.set_result(question)
         try:
             return await asyncio.wait_for(answer, self.timeout)
         except TimeoutError:
@@ -119,10 +140,14 @@ class AskingCalls:
             return ElicitResult(action="decline")
 
 
-def _elicit_result(answer: ToolAnswer) -> Any:
+def _elicit_result(answer: ToolAnswer, url: bool) -> Any:
+    """The server's ``ElicitResult``: a URL-mode question's choice is its action."""
     from mcp.types import ElicitResult
 
-    return ElicitResult.model_validate({"action": answer.action, "content": answer.content})
+    if not url:
+        return ElicitResult.model_validate({"action": answer.action, "content": answer.content})
+    opened = answer.action == "accept" and (answer.content or {}).get("choice") == "opened"
+    return ElicitResult(action="accept" if opened else "decline")
 
 
 def _retrieved(task: asyncio.Task[Any]) -> None:

@@ -226,6 +226,27 @@ class TurnTrace:
         ) as span:
             yield span
 
+    def sampled(
+        self, tool: Span | None, model: str, usage: Mapping[str, Any] | None, seconds: float
+    ) -> None:
+        """A tool's server sampled the model (MCP sampling): a ``chat`` span of its own, under
+        the tool's, ``seconds`` long, with its usage."""
+        attributes = {**self._attributes, "gen_ai.request.model": model}
+        for ours, theirs in (("inputTokens", "input"), ("outputTokens", "output")):
+            value = (usage or {}).get(ours)
+            if type(value) is int:
+                attributes[f"gen_ai.usage.{theirs}_tokens"] = value
+        context = trace.set_span_in_context(tool) if tool is not None else self._context
+        end = time.time_ns()
+        span = self.telemetry.tracer.start_span(
+            f"{self.telemetry.operation} {model}",
+            context=context,
+            kind=SpanKind.CLIENT,
+            attributes=attributes,
+            start_time=end - int(seconds * 1e9),
+        )
+        span.end(end_time=end)
+
     # -- the end -------------------------------------------------------------------------------
 
     def end(
@@ -284,6 +305,11 @@ class NoTrace:
 
     def tool(self, name: str, call_id: str) -> AbstractContextManager[None]:
         return _NO_SPAN
+
+    def sampled(
+        self, tool: Any, model: str, usage: Mapping[str, Any] | None, seconds: float
+    ) -> None:
+        pass
 
     def end(
         self,

@@ -101,6 +101,10 @@ async def test_a_server_samples_the_gateways_model_when_allowed(
         (part,) = verdict.parts("dynamic-tool")
         assert part["state"] == "output-available"
         assert "Quiet ports listen." in orjson.dumps(part["output"]).decode()
+        usage = verdict.message["metadata"]["usage"]  # the turn's two steps and the sample's
+        assert (usage["inputTokens"], usage["outputTokens"]) == (100 + 200 + 300, 10 + 20 + 30)
+        steps = verdict.message["metadata"]["agentLoop"]["steps"]
+        assert [s["usage"]["inputTokens"] for s in steps] == [100, 300]  # (the model's steps)
     turn, sampled, after = model.requests
     assert sampled["system"] == "You are a helpful test server." and sampled["max_tokens"] == 40
     assert "tools" not in sampled and "a haiku" in orjson.dumps(sampled["messages"]).decode()

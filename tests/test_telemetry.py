@@ -321,3 +321,29 @@ async def test_an_approval_continuation_traces_its_decision_and_the_tools(
     assert traceparent_ids(got) == (sent.context.trace_id, sent.context.span_id)
     calls = sorted(named(spans, "chat claude-sonnet-4-5"), key=lambda s: s.start_time or 0)
     assert [parent_of(c) for c in calls] == [first.context.span_id, second.context.span_id]
+
+
+async def test_a_servers_sampling_is_a_chat_span_under_its_tool_call(
+    spans: InMemorySpanExporter,
+) -> None:
+    """server-everything samples the gateway's model in its call: a ``chat`` span of its own,
+    under the ``execute_tool`` span, with the sample's usage."""
+    from tests.mcp.everything import everything_stdio
+    from tests.test_sampling import SAMPLING
+
+    model = Provider(SAMPLING)
+    tools = {"everything": everything_stdio(sampling=True, approval="never")}
+    async with http_upstream("/{path:path}", model.handle) as upstream:
+        async with running_gateway(
+            dialect="anthropic-messages", upstream=upstream, tools=tools, telemetry="otlp"
+        ) as (base, _):
+            response = await post(base, "s8", user_body("a haiku", id="c8"))
+    assert response.status_code == 200
+    tool = one(spans, "execute_tool trigger-sampling-request")
+    chats = named(spans, "chat claude-sonnet-4-5")
+    sampled = [c for c in chats if parent_of(c) == tool.context.span_id]
+    assert len(chats) == 3 and len(sampled) == 1  # two model steps, one sample
+    attributes = sampled[0].attributes or {}
+    assert attributes["gen_ai.usage.input_tokens"] == 200
+    assert sampled[0].end_time is not None and sampled[0].start_time is not None
+    assert sampled[0].start_time < sampled[0].end_time <= (tool.end_time or 0)

@@ -32,7 +32,7 @@ from chunkbridge.gateway.tools.catalog import (
     build_catalog,
     unknown_tool,
 )
-from chunkbridge.gateway.tools.mcp_sampling import Complete
+from chunkbridge.gateway.tools.mcp_sampling import Complete, SampleReport
 from chunkbridge.gateway.tools.mcp_source import McpToolSource, ToolSourceUnavailable
 from chunkbridge.gateway.tools.meta import answer as meta_answer
 from chunkbridge.protocol_specs import meta_tools
@@ -44,6 +44,7 @@ __all__ = [
     "ToolOutcome",
     "ToolQuestion",
     "ToolSourceUnavailable",
+    "SampleReport",
     "ToolSources",
     "unknown_tool",
 ]
@@ -118,15 +119,17 @@ class ToolSources:
         arguments: dict[str, Any],
         progress: Progress | None = None,
         answer: ToolAnswer | None = None,
+        sampled: SampleReport | None = None,
     ) -> ToolOutcome:
         """Run the catalog's tool ``name`` (again, with the user's ``answer`` to its question);
-        its progress reports go to ``progress``."""
+        its progress reports go to ``progress``, what its server sampled for it to
+        ``sampled``."""
         entry = self._listed.get(name)
         started = time.monotonic()
         if entry is not None:
             server = entry.server
             source = self.sources[server]
-            with source.sampling_budget():
+            with source.sampling_budget(sampled):
                 outcome = await source.call(entry.tool.name, arguments, progress, answer)
         elif name in meta_tools.NAMES and self.meta:
             server = None

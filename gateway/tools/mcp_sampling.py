@@ -14,13 +14,14 @@ sampling (``tools`` in the request) is not offered: the answer is text.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 from chunkbridge.gateway.logging import get_logger
 from chunkbridge.gateway.tool_settings import ToolServerSettings
 
-__all__ = ["Complete", "Completion", "SamplingGate"]
+__all__ = ["Complete", "Completion", "SampleReport", "SamplingGate"]
 
 
 class Completion(Protocol):
@@ -34,6 +35,14 @@ class Completion(Protocol):
 
     @property
     def finish_reason(self) -> str | None: ...
+
+    @property
+    def usage(self) -> dict[str, Any] | None: ...
+
+
+#: Told of each answer sampled while a call ran (the answer, its seconds): the turn that made
+#: the call adds its usage and traces it.
+SampleReport = Callable[[Completion, float], None]
 
 
 class Complete(Protocol):
@@ -58,16 +67,22 @@ class SamplingGate:
         #: Calls of this server running now, and the samples they took.
         self.calls = 0
         self._samples = 0
+        #: The running calls' reports (a sample is reported to the call when it runs alone:
+        #: the protocol links a sampling request to no call).
+        self._reports: list[SampleReport | None] = []
         self.log = get_logger("chunkbridge.tools")
 
     @contextlib.contextmanager
-    def running(self) -> Iterator[None]:
-        """A call of the server runs: it may sample (the budget grows while it runs)."""
+    def running(self, report: SampleReport | None = None) -> Iterator[None]:
+        """A call of the server runs: it may sample (the budget grows while it runs), and is
+        told of what it sampled (``report``)."""
         self.calls += 1
+        self._reports.append(report)
         try:
             yield
         finally:
             self.calls -= 1
+            self._reports.remove(report)
             if self.calls <= 0:
                 self.calls = self._samples = 0
 
@@ -84,6 +99,7 @@ class SamplingGate:
         max_tokens = min(params.max_tokens, self.settings.sampling_max_tokens)
         messages = [_message(i, m) for i, m in enumerate(params.messages)]
         system = params.system_prompt or ""
+        started = time.monotonic()
         try:
             done = await self.model.complete(
                 messages, system, max_tokens, self.settings.sampling_model
@@ -92,6 +108,8 @@ class SamplingGate:
             self.log.warning("tools.sampling_failed", server=self.server, error=str(exc))
             return ErrorData(code=INVALID_REQUEST, message=f"the model did not answer: {exc}")
         self.log.info("tools.sampled", server=self.server, model=done.model, max_tokens=max_tokens)
+        if len(self._reports) == 1 and self._reports[0] is not None:
+            self._reports[0](done, time.monotonic() - started)
         return CreateMessageResult(
             role="assistant",
             content=TextContent(type="text", text=done.text),

@@ -43,7 +43,7 @@ from chunkbridge.gateway.tools.catalog import (
     ToolQuestion,
 )
 from chunkbridge.gateway.tools.mcp_results import outcome_of
-from chunkbridge.gateway.tools.mcp_sampling import Complete, SamplingGate
+from chunkbridge.gateway.tools.mcp_sampling import Complete, SampleReport, SamplingGate
 from chunkbridge.gateway.tools.mid_call import KEY_PREFIX, AskingCalls
 from chunkbridge.gateway.tools.supervisor import Supervisor, describe, watched
 
@@ -254,9 +254,14 @@ class McpToolSource:
                 break
         return tools
 
-    def sampling_budget(self) -> contextlib.AbstractContextManager[None]:
-        """Held while a call of the server runs: what it may sample grows with the calls."""
-        return self.sampling.running() if self.sampling is not None else contextlib.nullcontext()
+    def sampling_budget(
+        self, report: SampleReport | None = None
+    ) -> contextlib.AbstractContextManager[None]:
+        """Held while a call of the server runs: what it may sample grows with the calls, and
+        ``report`` hears of what it sampled."""
+        if self.sampling is None:
+            return contextlib.nullcontext()
+        return self.sampling.running(report)
 
     async def call(
         self,

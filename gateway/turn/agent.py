@@ -37,11 +37,11 @@ from typing import Any, Protocol
 
 from chunkbridge.gateway.errors import GatewayError
 from chunkbridge.gateway.telemetry import NO_TRACE, NoTrace, TurnTrace
-from chunkbridge.gateway.tools import Progress, ToolAnswer
+from chunkbridge.gateway.tools import Progress, SampleReport, ToolAnswer
 from chunkbridge.gateway.transports.base import Upstream, UpstreamEnded
 from chunkbridge.gateway.turn.driver import DriverSettings, Totals, TurnDriver, Write
 from chunkbridge.kit import RequestRejected
-from chunkbridge.translators.core.agent_loop import AgentLoop, LoopPhase, preliminary
+from chunkbridge.translators.core.agent_loop import AgentLoop, LoopPhase, preliminary, sum_usage
 from chunkbridge.translators.core.closing import CloseReason, CloseRequest
 from chunkbridge.translators.core.event_translator import Chunk, EventTranslator
 from chunkbridge.translators.core.sse_codec import KEEPALIVE_FRAME, encode_chunks
@@ -62,10 +62,11 @@ class ToolRunner(Protocol):
         arguments: dict[str, Any],
         progress: Progress | None = None,
         answer: ToolAnswer | None = None,
+        sampled: SampleReport | None = None,
     ) -> Any:
         """A :class:`~chunkbridge.gateway.tools.ToolOutcome`; never raises (but cancellation).
-        The call's progress reports go to ``progress``; ``answer``: the user's answer to the
-        question the call asked before."""
+        The call's progress reports go to ``progress``, what its server sampled for it to
+        ``sampled``; ``answer``: the user's answer to the question the call asked before."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,8 +191,14 @@ class AgentDriver(TurnDriver):
 
         async with self._limit:
             with self.parts.trace.tool(call.name, call_id) as span:
+
+                def sampled(answer: Any, seconds: float) -> None:
+                    """The model answered the call's server (sampling): the turn's usage."""
+                    sum_usage(self.loop.usage, answer.usage)
+                    self.parts.trace.sampled(span, answer.model, answer.usage, seconds)
+
                 outcome = await self.parts.tools.call(
-                    call.name, _arguments(call), progress, call.answer
+                    call.name, _arguments(call), progress, call.answer, sampled
                 )
                 if span is not None and outcome.error is not None:
                     span.set_attribute("error.type", "tool_error")

@@ -24,7 +24,15 @@ from tests.gateway_harness import (
     running_gateway,
     user_body,
 )
-from tests.helpers import decode_sse, new_turn, of_type, provider_turn, text_of, text_part
+from tests.helpers import (
+    decode_sse,
+    new_turn,
+    of_type,
+    provider_turn,
+    text_of,
+    text_part,
+    translate,
+)
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "anthropic-messages"
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\nfake").decode()
@@ -436,3 +444,17 @@ def test_code_execution_goes_back_under_the_apis_own_name() -> None:
         "input": {"command": "ls"},
     }
     assert result["type"] == "bash_code_execution_tool_result"
+
+
+def test_a_tool_input_with_an_integer_beyond_64_bits_is_no_internal_error() -> None:
+    """JSON allows any integer; orjson writes none beyond 64 bits (found by the property
+    test): the call's input is kept, written by the standard library."""
+    big = -9_223_372_036_854_775_809
+    block = {"type": "tool_use", "id": "p1", "name": "f", "input": {"n": big}}
+    out, turn = translate(
+        "anthropic-messages",
+        [{"type": "content_block_start", "index": 0, "content_block": block}],
+        close=False,
+    )
+    assert turn.internal_error is None, turn.internal_error
+    assert [c["type"] for c in out if c["type"].startswith("tool-")][0] == "tool-input-start"

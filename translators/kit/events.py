@@ -7,7 +7,10 @@ malformed events takes it from there). Anything else a handler raises is a bug o
 
 from __future__ import annotations
 
+import json
 from typing import Any
+
+import orjson
 
 __all__ = [
     "AGENT_ERROR",
@@ -16,6 +19,7 @@ __all__ = [
     "MalformedEvent",
     "error_message",
     "flat_text_delta",
+    "json_text",
     "optional_str",
     "preview",
     "require_dict",
@@ -108,3 +112,12 @@ def preview(raw: Any) -> str:
         return repr(raw)[:_PREVIEW_CHARS]
     except RecursionError:
         return f"<a JSON {type(raw).__name__} nested too deeply to show>"
+
+
+def json_text(value: Any) -> str:
+    """``value`` as JSON text, whatever an upstream sent: orjson's, and the standard library's
+    for what orjson refuses (integers beyond 64 bits, which JSON allows)."""
+    try:
+        return orjson.dumps(value).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)

@@ -20,6 +20,7 @@ from urllib.parse import unquote_to_bytes
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
+from chunkbridge.kit.events import json_text
 from chunkbridge.kit.turn_input import RequestRejected, TurnInput, is_answered
 from chunkbridge.protocol_specs import meta_tools
 from chunkbridge.protocol_specs.chat_request import DynamicToolPart, UIMessage
@@ -276,7 +277,7 @@ def _texts(parts: list[Any]) -> Iterator[str]:
 def output_text(output: Any) -> str:
     """A tool's output as the text a provider wants back: a string as it is, anything else as
     JSON."""
-    return output if isinstance(output, str) else orjson.dumps(output).decode()
+    return output if isinstance(output, str) else json_text(output)
 
 
 def add_turn(turns: list[dict[str, Any]], role: str, key: str, items: list[Any]) -> None:

@@ -13,8 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
+from chunkbridge.kit.events import json_text
 from chunkbridge.protocol_specs.mcp_results import MEDIA_BLOCKS, is_call_tool_result
 
 __all__ = ["Media", "media_note", "result_pieces"]
@@ -49,7 +48,7 @@ def result_pieces(output: Any) -> list[str | Media] | None:
         elif kind == "resource_link" and isinstance(block.get("uri"), str):
             pieces.append(_link(block))
         else:  # what no model form names: its JSON, as the AI SDK passes it
-            pieces.append(orjson.dumps(block).decode())
+            pieces.append(json_text(block))
     return pieces
 
 

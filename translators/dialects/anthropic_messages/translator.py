@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import orjson
-
 from chunkbridge.kit import (
     PROVIDER_ERROR,
     Chunk,
@@ -19,6 +17,7 @@ from chunkbridge.kit import (
     Translator,
     TranslatorOptions,
     error_message,
+    json_text,
     optional_str,
     require_dict,
     require_str,
@@ -187,7 +186,7 @@ class AnthropicMessagesTranslator(Translator):
                 name = tools.server_tool_name(name)
             if caller:
                 self._call_meta[index] = caller
-            initial = orjson.dumps(tool_input).decode() if tool_input else None
+            initial = json_text(tool_input) if tool_input else None
             out += calls.delta(
                 index, call_id=require_str(block, "id"), name=name, arguments=initial
             )

@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import orjson
-
 from chunkbridge.kit import (
     PROVIDER_ERROR,
     Chunk,
@@ -18,6 +16,7 @@ from chunkbridge.kit import (
     Translator,
     TranslatorOptions,
     error_message,
+    json_text,
     require_dict,
     require_list,
     usage_metadata,
@@ -210,7 +209,7 @@ class GeminiTranslator(Translator):
         if not isinstance(name, str) or not name:
             raise MalformedEvent("a functionCall needs a name")
         args = call.get("args")
-        arguments = args if isinstance(args, str) else orjson.dumps(args or {}).decode()
+        arguments = args if isinstance(args, str) else json_text(args or {})
         call_id = call.get("id")
         key = len(self._tools)
         out = self.end_parts()

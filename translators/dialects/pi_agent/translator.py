@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-import orjson
-
 from chunkbridge.kit import (
     TOOL_ERROR,
     Chunk,
@@ -19,6 +17,7 @@ from chunkbridge.kit import (
     Translator,
     TranslatorOptions,
     error_message,
+    json_text,
     optional_str,
     provider_metadata,
     require_dict,
@@ -251,7 +250,7 @@ class PiAgentTranslator(Translator):
                     key,
                     call_id=block.get("id"),
                     name=block.get("name"),
-                    arguments=orjson.dumps(block.get("arguments") or {}).decode(),
+                    arguments=json_text(block.get("arguments") or {}),
                 )
                 for chunk in self._tools.complete(key):
                     self._announce(chunk["toolCallId"])

@@ -25,7 +25,7 @@ from chunkbridge.kit import Media, result_pieces
 from tests.agent_responses import PROVIDER_DIALECTS, answer
 from tests.conformance.harness import run_script
 from tests.gateway_harness import post, user_body
-from tests.mcp.everything import everything_stdio, running_everything_http
+from tests.mcp.everything import everything_over, running_everything_http
 from tests.test_agent_loop import Model, agent_gateway, steps_script
 
 PNG = "iVBORw0KGgo="  # (the first bytes of a PNG: a block's data is only carried here)
@@ -148,15 +148,9 @@ async def test_images_resources_and_links_reach_the_app_and_the_model(
     dialect: str, transport: str, real_clients: Any
 ) -> None:
     model = Model(steps_script(dialect, CALLS))
-    if transport == "stdio":
-        tools = {"everything": everything_stdio(allow=["get-tiny-image", "get-resource-*"])}
-        async with agent_gateway(model, dialect, tools) as base:
+    with everything_over(transport, allow=["get-tiny-image", "get-resource-*"]) as server:
+        async with agent_gateway(model, dialect, {"everything": server}) as base:
             response = await post(base, "s1", user_body("show me", id="c1"))
-    else:
-        with running_everything_http() as url:
-            tools = {"everything": {"url": url, "allow": ["get-tiny-image", "get-resource-*"]}}
-            async with agent_gateway(model, dialect, tools) as base:
-                response = await post(base, "s1", user_body("show me", id="c1"))
     assert response.status_code == 200, response.text
     for major, verdict in real_clients.check(response.content).items():
         assert verdict.ok and verdict.finish_reason == "stop", (major, verdict.fatal)

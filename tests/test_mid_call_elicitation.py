@@ -7,7 +7,6 @@ model. The server is the MCP project's own (server-everything, npm, its
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from typing import Any
 
 import orjson
@@ -17,7 +16,7 @@ from chunkbridge.gateway.tool_settings import ToolServerSettings
 from chunkbridge.gateway.tools import ToolAnswer, ToolSources
 from chunkbridge.gateway.tools.mid_call import KEY_PREFIX
 from chunkbridge.protocol_specs.elicitation import elicitation_question
-from tests.mcp.everything import everything_stdio, running_everything_http
+from tests.mcp.everything import everything_over, everything_stdio
 from tests.test_agent_loop import Model, agent_gateway, steps_script
 
 ASK: list[tuple[str, list[Any]]] = [
@@ -58,11 +57,7 @@ async def test_the_user_answers_a_2025_11_25_servers_question_through_the_chat(
     major: int, transport: str, real_clients: Any
 ) -> None:
     model = Model(steps_script("anthropic-messages", ASK))
-    with contextlib.ExitStack() as stack:
-        if transport == "stdio":
-            server = everything_stdio(approval="never")
-        else:
-            server = {"url": stack.enter_context(running_everything_http()), "approval": "never"}
+    with everything_over(transport, approval="never") as server:
         async with agent_gateway(
             model, "anthropic-messages", {"everything": server}, target=major
         ) as base:

@@ -3,7 +3,6 @@ through the dialect's request and stream like a chat — every provider dialect,
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
 import orjson
@@ -20,7 +19,7 @@ from chunkbridge.gateway.turn.sampling import Sampler, SamplingFailed
 from chunkbridge.kit import TranslatorOptions
 from tests.agent_responses import PROVIDER_DIALECTS
 from tests.gateway_harness import http_upstream, post, user_body
-from tests.mcp.everything import everything_stdio, running_everything_http
+from tests.mcp.everything import everything_over, everything_stdio
 from tests.test_agent_loop import Model, agent_gateway, steps_script
 
 SETTINGS = DriverSettings(
@@ -87,12 +86,7 @@ async def test_a_server_samples_the_gateways_model_when_allowed(
     transport: str, real_clients: Any
 ) -> None:
     model = Model(steps_script("anthropic-messages", SAMPLING))
-    with contextlib.ExitStack() as stack:
-        if transport == "stdio":
-            server = everything_stdio(sampling=True, approval="never")
-        else:
-            url = stack.enter_context(running_everything_http())
-            server = {"url": url, "sampling": True, "approval": "never"}
+    with everything_over(transport, sampling=True, approval="never") as server:
         async with agent_gateway(model, "anthropic-messages", {"everything": server}) as base:
             response = await post(base, "s1", user_body("write me a haiku", id="c1"))
     assert response.status_code == 200, response.text

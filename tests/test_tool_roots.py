@@ -5,7 +5,6 @@ and lists the ones it was given."""
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
 import orjson
@@ -16,7 +15,7 @@ from chunkbridge.gateway.tool_settings import ToolServerSettings
 from chunkbridge.gateway.tools import ToolSources
 from tests.agent_responses import answer
 from tests.gateway_harness import http_upstream, post, running_gateway, user_body
-from tests.mcp.everything import everything_stdio, running_everything_http
+from tests.mcp.everything import everything_over, everything_stdio
 from tests.test_agent_loop import Model
 
 ROOTS = ["file:///srv/project", "file:///home/me/notes%20and%20drafts"]
@@ -31,12 +30,7 @@ async def test_the_configured_roots_reach_the_server_and_the_model(
     transport: str, real_clients: Any
 ) -> None:
     model = Model(lambda n, body: answer("anthropic-messages", *LISTING[min(n, 2) - 1], n=n))
-    with contextlib.ExitStack() as stack:
-        if transport == "stdio":
-            server = everything_stdio(roots=ROOTS, approval="never")
-        else:
-            url = stack.enter_context(running_everything_http())
-            server = {"url": url, "roots": ROOTS, "approval": "never"}
+    with everything_over(transport, roots=ROOTS, approval="never") as server:
         async with (
             http_upstream("/{path:path}", model.handle) as upstream,
             running_gateway(

@@ -73,3 +73,14 @@ def running_everything_http(seconds: float = 20) -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+@contextlib.contextmanager
+def everything_over(transport: str, **more: Any) -> Iterator[dict[str, Any]]:
+    """A tool server's settings: server-everything over ``transport`` (``stdio``, or ``http``:
+    a process of its own for the block), with ``more`` of its settings."""
+    if transport == "stdio":
+        yield everything_stdio(**more)
+        return
+    with running_everything_http() as url:
+        yield {"url": url, **more}

@@ -20,10 +20,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-__all__ = ["MEDIA_BLOCKS", "RESULT_KEYS", "is_call_tool_result"]
+__all__ = ["MEDIA_BLOCKS", "is_call_tool_result"]
 
-#: The keys of a ``CallToolResult``.
-RESULT_KEYS: Final = frozenset({"content", "structuredContent", "isError", "_meta"})
 #: Blocks whose ``data`` is base64 media of their ``mimeType``.
 MEDIA_BLOCKS: Final = frozenset({"image", "audio"})
 

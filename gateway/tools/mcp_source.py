@@ -44,7 +44,7 @@ from chunkbridge.gateway.tools.catalog import (
 )
 from chunkbridge.gateway.tools.mcp_results import outcome_of
 from chunkbridge.gateway.tools.mcp_sampling import Complete, SampleReport, SamplingGate
-from chunkbridge.gateway.tools.mid_call import KEY_PREFIX, AskingCalls
+from chunkbridge.gateway.tools.mid_call import KEY_PREFIX, AskingCalls, elicit_result
 from chunkbridge.gateway.tools.supervisor import Supervisor, describe, watched
 
 __all__ = ["McpToolSource", "ToolSourceUnavailable"]
@@ -340,13 +340,12 @@ async def _call_tool(
 ) -> Any:
     """The SDK's ``tools/call``; a 2026-07-28 server's answer is made again with the user's
     answer, and again while the server sends only its state, as the SDK's own client waits."""
-    from mcp.types import ElicitResult, InputRequiredResult
+    from mcp.types import InputRequiredResult
 
     responses: dict[str, Any] | None = None
     state: str | None = None
     if answer is not None:
-        response = ElicitResult.model_validate({"action": answer.action, "content": answer.content})
-        responses, state = {answer.key: response}, answer.state
+        responses, state = {answer.key: elicit_result(answer)}, answer.state
     for pause in (0.0, *STATE_ONLY_PAUSES):
         if pause:
             await asyncio.sleep(pause)

@@ -30,7 +30,7 @@ from typing import Any
 from chunkbridge.gateway.logging import get_logger
 from chunkbridge.gateway.tools.catalog import ToolAnswer, ToolQuestion
 
-__all__ = ["KEY_PREFIX", "URL_CHOICE", "AskingCalls"]
+__all__ = ["KEY_PREFIX", "URL_CHOICE", "AskingCalls", "elicit_result"]
 
 #: What the key of a parked call's question starts with (a 2026-07-28 server names its own).
 KEY_PREFIX = "mid-call-"
@@ -95,7 +95,7 @@ class AskingCalls:
             call = self._parked.pop(answer.key)
             question = call.asked.result()
             call.asked = asyncio.get_running_loop().create_future()
-            question.answer.set_result(_elicit_result(answer, question.url))
+            question.answer.set_result(elicit_result(answer, question.url))
         else:
             call = _Call(asyncio.create_task(run))
         self._running.append(call)
@@ -140,8 +140,9 @@ class AskingCalls:
             return ElicitResult(action="decline")
 
 
-def _elicit_result(answer: ToolAnswer, url: bool) -> Any:
-    """The server's ``ElicitResult``: a URL-mode question's choice is its action."""
+def elicit_result(answer: ToolAnswer, url: bool = False) -> Any:
+    """The user's answer as the server's ``ElicitResult`` (a URL-mode question's choice is
+    its action)."""
     from mcp.types import ElicitResult
 
     if not url:

@@ -75,6 +75,8 @@ class RedisApprovalLedger:
             self.log.error("approval.issue_failed", session_id=session_id, error=repr(exc))
 
     async def lookup(self, session_id: str, approval_ids: Sequence[str]) -> list[str | None]:
+        if not approval_ids:  # (HMGET of no field is an error in Redis)
+            return []
         if self._writes:  # this instance's own writes first
             await asyncio.gather(*self._writes, return_exceptions=True)
         values = await self.redis.hmget(self._key(session_id), list(approval_ids))

@@ -146,6 +146,8 @@ class Gateway:
             self._retention = asyncio.create_task(self._forget_old_chats())
         if self.tools is not None:  # a server out of reach fails the start-up, with its name
             await self.tools.start()
+            if self.stores.relay is not None:  # an answer another instance takes reaches here
+                self.tools.use_relay(self.stores.relay)
             self.configure(self.config)  # the model is offered the tools listed
             self.tools.on_change = self._tools_changed
             self.log.info(

@@ -32,6 +32,7 @@ from chunkbridge.gateway.stores.base import (
 
 if TYPE_CHECKING:
     from chunkbridge.gateway.config import GatewayConfig
+    from chunkbridge.gateway.stores.redis_relay import RedisRelay
 
 __all__ = [
     "ANSWERED",
@@ -52,22 +53,28 @@ __all__ = [
 @dataclass(frozen=True, slots=True)
 class Stores:
     """The backends one gateway app uses: ``resume`` is ``None`` with ``resume = off``,
-    ``transcripts`` with ``store = off``."""
+    ``transcripts`` with ``store = off``; ``relay`` (requests to the instance holding a parked
+    call) is there with ``resume = redis`` only (one instance holds every call)."""
 
     resume: ResumeStore | None
     approvals: ApprovalLedger
     transcripts: TranscriptStore | None = None
+    relay: RedisRelay | None = None
 
     async def start(self) -> None:
         """Connect what needs it; fails the start-up (:class:`StoreUnavailable`, or Redis's
         error) when a configured store is not there."""
         if self.resume is not None:
             await self.resume.start()
+        if self.relay is not None:
+            await self.relay.start()
         if self.transcripts is not None:
             await self.transcripts.start()
 
     async def aclose(self) -> None:
         await self.approvals.aclose()
+        if self.relay is not None:
+            await self.relay.aclose()
         if self.resume is not None:
             await self.resume.aclose()
         if self.transcripts is not None:
@@ -82,8 +89,8 @@ def open_stores(config: GatewayConfig, log: Any, on_skipped: Callable[[], None])
     if config.resume == "redis":
         from chunkbridge.gateway.stores.redis import open_redis_stores
 
-        resume, approvals = open_redis_stores(config, log)
-        return Stores(resume, approvals, transcripts)
+        resume, approvals, relay = open_redis_stores(config, log)
+        return Stores(resume, approvals, transcripts, relay)
     from chunkbridge.gateway.stores.memory import MemoryApprovalLedger, MemoryResumeStore
 
     memory = MemoryResumeStore(config.resume_ttl) if config.resume == "memory" else None

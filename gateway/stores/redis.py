@@ -1,8 +1,9 @@
 """The ``redis`` backends: several gateway instances share chunk logs, stops, the per-session
-turn rule (:mod:`~chunkbridge.gateway.stores.redis_resume`) and the approval ledger (here).
+turn rule (:mod:`~chunkbridge.gateway.stores.redis_resume`), the approval ledger (here) and the
+relay to the instance holding a parked call (:mod:`~chunkbridge.gateway.stores.redis_relay`).
 
 This module owns the one Redis client an app uses: :func:`open_redis_stores` makes it and hands
-it to both stores; the resume store closes it when the app stops.
+it to every store; the resume store closes it when the app stops.
 """
 
 from __future__ import annotations
@@ -14,13 +15,14 @@ from typing import TYPE_CHECKING, Any
 import redis.asyncio as aioredis
 
 from chunkbridge.gateway.stores.base import Claim
+from chunkbridge.gateway.stores.redis_relay import RedisRelay
 from chunkbridge.gateway.stores.redis_resume import RedisResumeStore
 from chunkbridge.translators.core.approvals import IssuedApproval
 
 if TYPE_CHECKING:
     from chunkbridge.gateway.config import GatewayConfig
 
-__all__ = ["RedisApprovalLedger", "RedisResumeStore", "open_redis_stores"]
+__all__ = ["RedisApprovalLedger", "RedisRelay", "RedisResumeStore", "open_redis_stores"]
 
 #: All of ARGV pending in hash KEYS[1] → all marked answered (1); otherwise nothing changes (0).
 _CLAIM = """
@@ -35,11 +37,13 @@ return 1
 
 def open_redis_stores(
     config: GatewayConfig, log: Any
-) -> tuple[RedisResumeStore, RedisApprovalLedger]:
-    """The resume store and the approval ledger of ``config.redis_url``, on one client."""
+) -> tuple[RedisResumeStore, RedisApprovalLedger, RedisRelay]:
+    """The resume store, the approval ledger and the relay of ``config.redis_url``, on one
+    client."""
     client = aioredis.Redis.from_url(config.redis_url, socket_timeout=5, socket_connect_timeout=5)
     resume = RedisResumeStore(client, config.resume_ttl, config.owner_lease, log)
-    return resume, RedisApprovalLedger(client, config.approval_ttl, log)
+    relay = RedisRelay(client, resume.instance, log)
+    return resume, RedisApprovalLedger(client, config.approval_ttl, log), relay
 
 
 class RedisApprovalLedger:

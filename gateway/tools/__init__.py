@@ -35,6 +35,7 @@ from chunkbridge.gateway.tools.catalog import (
 from chunkbridge.gateway.tools.mcp_sampling import Complete, SampleReport
 from chunkbridge.gateway.tools.mcp_source import McpToolSource, ToolSourceUnavailable
 from chunkbridge.gateway.tools.meta import answer as meta_answer
+from chunkbridge.gateway.tools.relayed import Relay, served
 from chunkbridge.protocol_specs import meta_tools
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "ToolSourceUnavailable",
     "SampleReport",
     "ToolSources",
+    "Relay",
     "unknown_tool",
 ]
 
@@ -145,6 +147,24 @@ class ToolSources:
             seconds=round(time.monotonic() - started, 4),
         )
         return outcome
+
+    def use_relay(self, relay: Relay) -> None:
+        """Calls parked on a question are held in ``relay`` for the other instances, and the
+        answers they take for this one's calls are run here (see
+        :mod:`~chunkbridge.gateway.tools.relayed`)."""
+        for source in self.sources.values():
+            source.asking.relay = relay
+        relay.serve(lambda request, send: served(self._go_on, request, send))
+
+    async def _go_on(
+        self, server: str, tool: str, progress: Progress, answer: ToolAnswer
+    ) -> ToolOutcome:
+        """A call parked here, on with the answer another instance took."""
+        source = self.sources.get(server)
+        if source is None:
+            return ToolOutcome(error=f"{tool} failed: no tool server {server!r} here")
+        self.log.info("tools.relayed_answer", server=server, tool=tool)
+        return await source.call(tool, {}, progress, answer)
 
     @property
     def meta(self) -> bool:

@@ -16,7 +16,8 @@ elicitation) ends with the question (:class:`~chunkbridge.gateway.tools.catalog.
 the call made again with the answer (:class:`~chunkbridge.gateway.tools.catalog.ToolAnswer`)
 carries it and the server's state — nothing waits in this process meanwhile. A server of an
 older protocol asks in the middle of a call (``elicitation/create``): the call is parked with
-its question until the answer comes (:mod:`~chunkbridge.gateway.tools.mid_call`).
+its question until the answer comes (:mod:`~chunkbridge.gateway.tools.mid_call`), handed over
+to it when another instance takes the answer (:mod:`~chunkbridge.gateway.tools.relayed`).
 
 A call is bounded by the server's ``tool_timeout``; a call that is cancelled — a stop, a
 timeout — is abandoned with the protocol's ``notifications/cancelled``, which the SDK sends, so
@@ -45,6 +46,7 @@ from chunkbridge.gateway.tools.catalog import (
 from chunkbridge.gateway.tools.mcp_results import outcome_of
 from chunkbridge.gateway.tools.mcp_sampling import Complete, SampleReport, SamplingGate
 from chunkbridge.gateway.tools.mid_call import KEY_PREFIX, AskingCalls, elicit_result
+from chunkbridge.gateway.tools.relayed import forward, request_for
 from chunkbridge.gateway.tools.supervisor import Supervisor, describe, watched
 
 __all__ = ["McpToolSource", "ToolSourceUnavailable"]
@@ -54,6 +56,9 @@ MAX_PAGES = 100
 #: Pauses before a call is made again when the server answered only with its state (MCP
 #: 2026-07-28: an ``InputRequiredResult`` that asks nothing), as the SDK's own client waits.
 STATE_ONLY_PAUSES = (0.05, 0.1, 0.2, 0.25, 0.25, 0.25, 0.25, 0.25, 0.25)
+#: Seconds an answer handed to another instance waits past ``tool_timeout`` for the outcome
+#: (the call runs there under ``tool_timeout``; this covers the store's round trips).
+RELAY_MARGIN = 5.0
 #: Seconds before a dropped ``subscriptions/listen`` stream is opened again.
 LISTEN_RETRY = 5.0
 
@@ -275,21 +280,18 @@ class McpToolSource:
         progress notifications for it go to ``progress`` (unless the server's ``progress`` is
         off)."""
         settings = self.settings
+        if (
+            answer is not None
+            and answer.key.startswith(KEY_PREFIX)
+            and not self.asking.parked(answer)
+        ):
+            return await self._elsewhere(tool, answer, progress)
         client = self._client
         if client is None:
             reason = self.health.reason or "not connected"
             return ToolOutcome(
                 error=f"{tool} failed: the tool server {self.name!r} is down "
                 f"({reason}); it is being started again"
-            )
-        if (
-            answer is not None
-            and answer.key.startswith(KEY_PREFIX)
-            and not self.asking.parked(answer)
-        ):
-            return ToolOutcome(
-                error=f"{tool} no longer waits for this answer (its question timed out, or the "
-                "call runs on another instance of the gateway)"
             )
         told = _progress_callback(progress) if progress and settings.progress else None
         lost = self.lost
@@ -309,6 +311,34 @@ class McpToolSource:
         if isinstance(result, ToolQuestion):
             return ToolOutcome(asks=result)
         return outcome_of(tool, result, settings)
+
+    async def _elsewhere(
+        self, tool: str, answer: ToolAnswer, progress: Progress | None
+    ) -> ToolOutcome:
+        """An answer to a parked call this process does not hold: handed over to the instance
+        that does (:mod:`~chunkbridge.gateway.tools.relayed`), if one does."""
+        relay, settings = self.asking.relay, self.settings
+        outcome: ToolOutcome | None = None
+        if relay is not None:
+            request = request_for(self.name, tool, answer)
+            told = progress if settings.progress else None
+            try:
+                outcome = await forward(relay, request, told, settings.tool_timeout + RELAY_MARGIN)
+            except TimeoutError:
+                return ToolOutcome(error=f"{tool} took longer than {settings.tool_timeout:g} s")
+            except Exception as exc:  # the store's failure: for the model, and said
+                self.log.warning("tools.relay_failed", server=self.name, error=describe(exc))
+                return ToolOutcome(
+                    error=f"{tool} failed: its answer could not reach the instance of the "
+                    f"gateway running the call ({describe(exc)})"
+                )
+        if outcome is None:
+            return ToolOutcome(
+                error=f"{tool} no longer waits for this answer (its question timed out or was "
+                "answered, or the instance of the gateway running the call is gone)"
+            )
+        self.log.info("tools.answer_relayed", server=self.name, tool=tool)
+        return outcome
 
     async def close(self, failed: bool = False) -> str | None:
         """Close the connection (in the task that opened it); what its transport failed with,

@@ -15,8 +15,9 @@ question shows the URL, its form one choice — ``opened`` or ``declined`` — a
 
 Which call asked: the protocol links the request to no call, so the question is the call's that
 runs alone on the server; with several running, it is refused (the server reports it), said in
-a log line. The parked call lives in this process: a continuation another instance takes finds
-nothing parked there, and its call is an error result saying so.
+a log line. The parked call lives in this process; with ``resume = redis`` it is held in the
+shared store while it waits, and an answer another instance takes is handed over to it here
+(:mod:`~chunkbridge.gateway.tools.relayed`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any
 
 from chunkbridge.gateway.logging import get_logger
 from chunkbridge.gateway.tools.catalog import ToolAnswer, ToolQuestion
+from chunkbridge.gateway.tools.relayed import Relay
 
 __all__ = ["KEY_PREFIX", "URL_CHOICE", "AskingCalls", "elicit_result"]
 
@@ -78,6 +80,8 @@ class AskingCalls:
         self.timeout = timeout
         self._running: list[_Call] = []
         self._parked: dict[str, _Call] = {}
+        #: Where a parked call is held for the other instances (``resume = redis``), if any.
+        self.relay: Relay | None = None
         self.log = get_logger("chunkbridge.tools")
 
     def parked(self, answer: ToolAnswer | None) -> bool:
@@ -92,7 +96,7 @@ class AskingCalls:
         seconds (``TimeoutError``; the call is cancelled then, or when the caller is)."""
         if answer is not None and answer.key in self._parked:
             run.close()  # (not run: the parked call goes on instead)
-            call = self._parked.pop(answer.key)
+            call = self._unpark(answer.key)
             question = call.asked.result()
             call.asked = asyncio.get_running_loop().create_future()
             question.answer.set_result(elicit_result(answer, question.url))
@@ -111,8 +115,15 @@ class AskingCalls:
             return call.task.result()
         question = call.asked.result()
         self._parked[question.key] = call
+        if self.relay is not None:  # held before the question is out
+            await self.relay.hold(question.key, self.timeout)
         call.task.add_done_callback(_retrieved)  # (a declined question's end goes unread)
         return ToolQuestion(question.key, question.message, question.schema, None)
+
+    def _unpark(self, key: str) -> _Call:
+        if self.relay is not None:
+            self.relay.drop(key)
+        return self._parked.pop(key)
 
     async def elicit(self, params: Any) -> Any:
         """The server asks (the SDK's ``elicitation_callback``): the user's answer, when it
@@ -135,7 +146,8 @@ class AskingCalls:
         try:
             return await asyncio.wait_for(answer, self.timeout)
         except TimeoutError:
-            self._parked.pop(key, None)
+            if key in self._parked:
+                self._unpark(key)
             self.log.info("tools.elicitation_timed_out", server=self.server, seconds=self.timeout)
             return ElicitResult(action="decline")
 

@@ -4,7 +4,8 @@
 // question form's addToolOutput on 5), let the chat send the continuation, report what it built.
 //
 // Input (stdin): {api, major, text, answers: [{kind: "question", output} | {kind: "approval",
-//   approved, reason?}], auto?: bool}   auto: the continuation is sent by sendAutomaticallyWhen
+//   approved, reason?}], auto?: bool, apis?: [url]}
+//   auto: the continuation is sent by sendAutomaticallyWhen
 //   (lastAssistantMessageIsCompleteWithToolCalls / ...WithApprovalResponses) instead of
 //   sendMessage().
 // Output (stdout): {messages, status, error, requests: [request bodies the chat POSTed]}
@@ -27,9 +28,12 @@ export async function run(input) {
   const sdk = { 5: ai5, 6: ai6, 7: ai7 }[input.major];
 
   const requests = [];
+  // apis: the n-th request goes to apis[n % apis.length], as a round-robin load balancer sends
+  // a chat's requests to several instances of one gateway.
   const recordingFetch = async (url, init) => {
+    const target = input.apis ? input.apis[requests.length % input.apis.length] : url;
     requests.push(JSON.parse(init.body));
-    return fetch(url, init);
+    return fetch(target, init);
   };
 
   const state = new State();

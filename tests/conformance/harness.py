@@ -135,11 +135,14 @@ def chat_loop(
     answers: list[dict[str, Any]],
     auto: bool = False,
     timeout: float = 90,
+    apis: list[str] | None = None,
 ) -> dict[str, Any]:
     """The real chat of ``major`` (``AbstractChat`` + ``DefaultChatTransport``) against a live
     gateway: send ``text``, answer what the assistant asks (``answers``), let it continue;
-    ``{messages, status, error, requests}``."""
-    payload = {"api": api, "major": major, "text": text, "answers": answers, "auto": auto}
+    ``{messages, status, error, requests}``. ``apis``: the n-th request goes to the n-th of
+    them, round robin (several instances behind a load balancer)."""
+    payload: dict[str, Any] = {"api": api, "major": major, "text": text, "answers": answers}
+    payload.update(auto=auto, apis=apis)
     result: dict[str, Any] = run_script("chat_loop.mjs", payload, timeout)
     return result
 
@@ -164,7 +167,13 @@ class RealClients:
         return ai_sdk_provider_requests(cases)
 
     async def chat_loop(
-        self, api: str, major: int, text: str, answers: list[dict[str, Any]], auto: bool = False
+        self,
+        api: str,
+        major: int,
+        text: str,
+        answers: list[dict[str, Any]],
+        auto: bool = False,
+        apis: list[str] | None = None,
     ) -> dict[str, Any]:
         """:func:`chat_loop` off the event loop (the gateway under test runs on it)."""
-        return await asyncio.to_thread(chat_loop, api, major, text, answers, auto)
+        return await asyncio.to_thread(chat_loop, api, major, text, answers, auto, 90, apis)

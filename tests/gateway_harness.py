@@ -7,8 +7,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+import threading
+import time
 from collections import defaultdict
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from typing import Any
 
 import httpx
@@ -279,3 +281,23 @@ async def follow(
                 attached.set()
     attached.set()  # an empty answer (204) is in and out at once
     return response.status_code, body
+
+
+@contextlib.contextmanager
+def app_thread(app: Any) -> Iterator[str]:
+    """``app`` served by uvicorn on 127.0.0.1 in a thread of its own, for a test that blocks
+    (on real processes, say); yields its base URL."""
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error", lifespan="off")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)

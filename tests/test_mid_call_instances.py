@@ -8,7 +8,6 @@ their first request to one, the continuation to the other)."""
 from __future__ import annotations
 
 import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, asynccontextmanager, contextmanager
@@ -18,7 +17,6 @@ from typing import Any
 import orjson
 import pytest
 import redis.asyncio as aioredis
-import uvicorn
 from starlette.applications import Starlette
 from starlette.routing import Route
 
@@ -28,7 +26,7 @@ from chunkbridge.gateway.tool_settings import ToolServerSettings
 from chunkbridge.gateway.tools import ToolAnswer, ToolSources
 from tests.agent_responses import answer
 from tests.conformance.harness import chat_loop
-from tests.gateway_harness import free_port
+from tests.gateway_harness import app_thread, free_port
 from tests.mcp.everything import everything_stdio
 from tests.test_agent_loop import Model
 from tests.test_gateway_process import process
@@ -83,25 +81,6 @@ def script(n: int, body: dict[str, Any]) -> list[Any]:
 
 
 @contextmanager
-def model_thread(model: Model) -> Iterator[str]:
-    """``model`` served by uvicorn in a thread of its own (the test blocks on the chats)."""
-    app = Starlette(routes=[Route("/{path:path}", model.handle, methods=["POST"])])
-    port = free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error", lifespan="off")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
-
-
-@contextmanager
 def two_instances(
     upstream: str, redis_url: str, directory: Path
 ) -> Iterator[list[tuple[str, subprocess.Popen[str]]]]:
@@ -145,7 +124,8 @@ def test_a_question_asked_on_one_instance_is_answered_through_the_other(
     redis_url: str, tmp_path: Path
 ) -> None:
     model = Model(script)
-    with model_thread(model) as upstream, two_instances(upstream, redis_url, tmp_path) as both:
+    app = Starlette(routes=[Route("/{path:path}", model.handle, methods=["POST"])])
+    with app_thread(app) as upstream, two_instances(upstream, redis_url, tmp_path) as both:
         results = {}
         for major in (5, 6, 7):
             apis = [f"{base}/api/sessions/s-{major}/chat" for base, _ in both]

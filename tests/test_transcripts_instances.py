@@ -5,6 +5,7 @@ through one instance is listed, loaded, continued and resumed through the other,
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Iterator
@@ -12,35 +13,20 @@ from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import httpx
-import uvicorn
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from tests.gateway_harness import free_port
+from tests.gateway_harness import app_thread, free_port
 from tests.test_gateway_process import process
 from tests.test_transcripts import Provider, user
 
 CHAT = "chat-1"
 
 
-@contextmanager
-def provider_thread(provider: Provider) -> Iterator[str]:
-    """``provider`` served by uvicorn in a thread of its own (the test itself blocks)."""
-    app = Starlette(routes=[Route("/v1/chat/completions", provider.completions, methods=["POST"])])
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error", lifespan="off")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
+def provider_thread(provider: Provider) -> contextlib.AbstractContextManager[str]:
+    """``provider`` served in a thread of its own (the test itself blocks)."""
+    routes = [Route("/v1/chat/completions", provider.completions, methods=["POST"])]
+    return app_thread(Starlette(routes=routes))
 
 
 @contextmanager

@@ -252,8 +252,10 @@ class McpToolSource:
             for tool in page.tools:
                 annotations = tool.annotations
                 read_only = bool(annotations and annotations.read_only_hint)
+                idempotent = bool(annotations and annotations.idempotent_hint)
                 schema = dict(tool.input_schema or {"type": "object"})
-                tools.append(RemoteTool(tool.name, tool.description or "", schema, read_only))
+                description = tool.description or ""
+                tools.append(RemoteTool(tool.name, description, schema, read_only, idempotent))
             cursor = page.next_cursor
             if cursor is None:
                 break

@@ -1,16 +1,25 @@
-"""Calls run again after their instance died: which may — the servers' ``replay`` policies over
-their tools' annotations, as the real MCP test server lists them."""
+"""Calls run again after their instance died: which may (the servers' ``replay`` policies, their
+tools' annotations), and the idempotency key a call carries to its server in the ``_meta`` of
+its ``tools/call`` — proved with the real MCP test server, whose ``request_meta`` tool returns
+the ``_meta`` it got, over stdio and Streamable HTTP."""
 
 from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
 from chunkbridge.gateway.tool_settings import ReplayPolicy, ToolServerSettings
-from chunkbridge.gateway.tools import ToolSources
+from chunkbridge.gateway.tools import ToolAnswer, ToolSources
 from chunkbridge.gateway.tools.catalog import RemoteTool, build_catalog
+from chunkbridge.gateway.tools.mcp_source import IDEMPOTENCY_KEY_META
 from chunkbridge.protocol_specs import meta_tools
-from tests.conftest import ToolServer
+from tests.conftest import TOOLS_SERVER, ToolServer
+from tests.helpers import result_of
 
 
 def _tool(name: str, **hints: bool) -> RemoteTool:
@@ -45,6 +54,52 @@ def test_replay_follows_the_annotations_unless_the_configuration_says() -> None:
     }
     with pytest.raises(ValidationError, match="replay"):
         ToolServerSettings(command="x", replay="sometimes")
+
+
+@asynccontextmanager
+async def sources_over(
+    transport: str, tool_server: ToolServer, **more: Any
+) -> AsyncIterator[ToolSources]:
+    """The test MCP server's tools: a stdio process of the test's own, or the worker's shared
+    Streamable HTTP server."""
+    if transport == "stdio":
+        settings = ToolServerSettings(command=sys.executable, args=[TOOLS_SERVER], **more)
+    else:
+        settings = ToolServerSettings(**tool_server.settings(**more)["math"])
+    sources = ToolSources({"math": settings})
+    await sources.start()
+    try:
+        yield sources
+    finally:
+        await sources.aclose()
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_the_idempotency_key_reaches_the_server_in_the_calls_meta(
+    transport: str, tool_server: ToolServer
+) -> None:
+    reports: list[dict[str, Any]] = []
+    async with sources_over(transport, tool_server) as sources:
+        bare = await sources.call("request_meta", {})
+        keyed = await sources.call("request_meta", {}, idempotency_key="turn-7/call_1")
+        # with a progress token beside it, and a 2026-07-28 call made again with an answer
+        counted = await sources.call(
+            "count", {"to": 2, "pause": 0}, reports.append, idempotency_key="k"
+        )
+        asked = await sources.call("rename", {"file": "a.txt"}, idempotency_key="k")
+        assert asked.asks is not None, asked
+        answer = ToolAnswer(asked.asks.key, "accept", {"name": "b.txt"}, asked.asks.state)
+        renamed = await sources.call(
+            "rename", {"file": "a.txt"}, answer=answer, idempotency_key="k"
+        )
+    got, got_keyed = result_of(bare.output), result_of(keyed.output)
+    assert IDEMPOTENCY_KEY_META not in got  # without a key, nothing of ours is added
+    assert got_keyed[IDEMPOTENCY_KEY_META] == "turn-7/call_1"
+    # and nothing else: the same keys as without it (their values may differ: a traceparent)
+    assert set(got_keyed) - {IDEMPOTENCY_KEY_META} == set(got)
+    assert result_of(counted.output) == {"result": "counted to 2"}
+    assert [report["progress"] for report in reports] == [1, 2]
+    assert result_of(renamed.output) == {"result": "renamed a.txt to b.txt"}
 
 
 async def test_which_calls_of_real_servers_may_run_again(tool_server: ToolServer) -> None:

@@ -13,7 +13,9 @@ catalog is built again and ``on_change`` tells the gateway, whose next turns off
 (turns under way keep theirs).
 
 Whether a call interrupted by its instance's death may run again on the instance that takes
-the turn over is :meth:`ToolSources.replay_safe`'s answer (the servers' ``replay`` policies).
+the turn over is :meth:`ToolSources.replay_safe`'s answer (the servers' ``replay`` policies);
+a call made again carries the idempotency key its caller gives
+(:data:`~chunkbridge.gateway.tools.mcp_source.IDEMPOTENCY_KEY_META`).
 """
 
 from __future__ import annotations
@@ -125,17 +127,21 @@ class ToolSources:
         progress: Progress | None = None,
         answer: ToolAnswer | None = None,
         sampled: SampleReport | None = None,
+        idempotency_key: str | None = None,
     ) -> ToolOutcome:
         """Run the catalog's tool ``name`` (again, with the user's ``answer`` to its question);
         its progress reports go to ``progress``, what its server sampled for it to
-        ``sampled``."""
+        ``sampled``. ``idempotency_key`` goes to the server with the call (the same for every
+        run of one call: the caller's to keep)."""
         entry = self._listed.get(name)
         started = time.monotonic()
         if entry is not None:
             server = entry.server
             source = self.sources[server]
             with source.sampling_budget(sampled):
-                outcome = await source.call(entry.tool.name, arguments, progress, answer)
+                outcome = await source.call(
+                    entry.tool.name, arguments, progress, answer, idempotency_key
+                )
         elif name in meta_tools.NAMES and self.meta:
             server = None
             outcome = meta_answer(name, arguments, self.catalog)

@@ -172,6 +172,17 @@ class GatewayConfig(BaseModel):
         "renewing it (it died) ends for its readers, and its session is free again",
     )
     resume_ttl: float = Field(300.0, gt=0, description="seconds a finished answer is replayable")
+    durable: bool = Field(
+        False,
+        description="agent loop turns checkpointed in the store and taken over by another "
+        "instance when theirs dies; needs resume = redis and store = sqlite or postgres",
+    )
+    max_recoveries: int = Field(
+        3,
+        ge=0,
+        description="durable: takeovers of one turn from the same checkpoint before it ends "
+        "with an error",
+    )
     max_turns_per_session: int = Field(
         1, ge=1, description="concurrent turns per session id (409 beyond)"
     )
@@ -242,6 +253,11 @@ class GatewayConfig(BaseModel):
             raise ValueError("auth = jwt needs jwt_key or jwt_key_file")
         if self.history is HistoryMode.STORED and self.store == "off":
             raise ValueError("history = stored needs a store (store = sqlite or postgres)")
+        if self.durable and (self.resume != "redis" or self.store == "off"):
+            # a turn's checkpoint is kept in the store; instances share turns only through Redis
+            raise ValueError(
+                "durable needs resume = redis and a store (store = sqlite or postgres)"
+            )
         if self.keepalive_interval >= self.idle_timeout:
             raise ValueError("keepalive_interval must be shorter than idle_timeout")
         if self.jwt_key_file is not None:

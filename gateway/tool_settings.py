@@ -5,8 +5,11 @@ Tools come only from here, never from a request. A server is reached over Stream
 the only environment it gets, ``env``). ``allow`` and ``deny`` pick its tools by name (shell-style
 patterns); ``approval`` says which calls wait for the user: ``unless-read-only`` (the default)
 lets a tool the server annotates ``readOnlyHint`` run at once — annotations are the server's
-hints, so ``tool_approval`` overrides them per tool. A server that goes down is started or
-connected again (:mod:`~chunkbridge.gateway.tools.supervisor`); an HTTP server is probed every
+hints, so ``tool_approval`` overrides them per tool. ``replay`` says whether a call cut off by
+its instance's death may be run again by the instance that takes the turn over: ``auto`` (the
+default) trusts the tool's ``readOnlyHint`` or ``idempotentHint``; ``tool_replay`` overrides it
+per tool, as ``tool_approval`` does ``approval``. A server that goes down is started or connected
+again (:mod:`~chunkbridge.gateway.tools.supervisor`); an HTTP server is probed every
 ``probe_interval`` seconds. ``roots`` are the directories (``file://`` URIs) the server is told
 it may work in, when it asks (MCP ``roots/list``); the configuration is read once, at start-up,
 so they never change while the gateway runs.
@@ -19,13 +22,26 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["ApprovalPolicy", "ToolMode", "ToolServerSettings"]
+__all__ = ["ApprovalPolicy", "ReplayPolicy", "ToolMode", "ToolServerSettings"]
 
 
 class ApprovalPolicy(StrEnum):
     NEVER = "never"
     ALWAYS = "always"
     UNLESS_READ_ONLY = "unless-read-only"
+
+
+class ReplayPolicy(StrEnum):
+    """Whether a call interrupted by its instance's death may run again when another instance
+    takes the turn over: the server may have done the work already, and whether doing it twice
+    is harmless is for the server to say (its annotations) or the operator (this policy)."""
+
+    #: Safe when the server annotates the tool ``readOnlyHint`` or ``idempotentHint``.
+    AUTO = "auto"
+    #: Always run again (the operator knows the tool does no harm twice).
+    SAFE = "safe"
+    #: Never run again, whatever the annotations say (the tool must not do its work twice).
+    NEVER = "never"
 
 
 class ToolMode(StrEnum):
@@ -54,6 +70,15 @@ class ToolServerSettings(BaseModel):
     approval: ApprovalPolicy = Field(ApprovalPolicy.UNLESS_READ_ONLY)
     tool_approval: dict[str, ApprovalPolicy] = Field(
         default_factory=dict, description="per tool name: overrides approval"
+    )
+    replay: ReplayPolicy = Field(
+        ReplayPolicy.AUTO,
+        description="whether a call interrupted by its instance's death may run again when "
+        "another instance takes the turn over: auto (if readOnlyHint or idempotentHint), safe, "
+        "never",
+    )
+    tool_replay: dict[str, ReplayPolicy] = Field(
+        default_factory=dict, description="per tool name: overrides replay"
     )
     connect_timeout: float = Field(
         10.0, gt=0, description="seconds to connect and list tools (or to answer a probe)"

@@ -47,12 +47,21 @@ def test_bare_port_is_a_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
         ({"keepalive_interval": 200, "idle_timeout": 100}, "keepalive_interval"),
         ({"target": 8}, "target"),
         ({"port": "eighty"}, "port"),
+        ({"durable": True, "store": "sqlite"}, "durable needs resume = redis"),
+        ({"durable": True, "resume": "redis"}, "a store (store = sqlite or postgres)"),
+        ({"max_recoveries": -1}, "max_recoveries"),
     ],
 )
 def test_bad_configuration_is_reported_with_the_setting(flags: dict, message: str) -> None:
     with pytest.raises(ConfigError, match="invalid configuration") as info:
         load_config(**flags)
     assert message in str(info.value)
+
+
+def test_durable_turns_need_redis_and_a_store() -> None:
+    config = load_config(durable=True, resume="redis", store="postgres").config
+    assert config.durable and config.max_recoveries == 3
+    assert load_config().config.durable is False
 
 
 def test_jwt_key_file(tmp_path: Path) -> None:
@@ -69,6 +78,11 @@ def _settings_in(text: str) -> set[str]:
     return set(re.findall(r"`([a-z_]+)`", text))
 
 
+#: Settings whose feature is still being built (durable turns): the change that builds it
+#: documents them, and takes them off this list.
+UNDOCUMENTED_YET = {"durable", "max_recoveries"}
+
+
 def test_every_setting_has_a_generated_flag_and_a_readme_row() -> None:
     from chunkbridge.gateway.cli import build_parser
 
@@ -83,6 +97,9 @@ def test_every_setting_has_a_generated_flag_and_a_readme_row() -> None:
         if field.exclude:
             continue
         assert "--" + name.replace("_", "-") in flags, name
+        if name in UNDOCUMENTED_YET:
+            assert name not in _settings_in(table), f"{name} is documented: off UNDOCUMENTED_YET"
+            continue
         assert name in _settings_in(table), f"{name} is not in the README's settings table"
     # dialect settings too, under the dialect's name
     assert {"--openai-chat-model", "--openai-chat-api-key", "--openai-chat-path"} <= flags

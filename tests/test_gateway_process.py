@@ -404,6 +404,25 @@ def test_serve_reports_configuration_errors(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "{session_id}" in proc.stderr
 
 
+def test_serve_refuses_durable_turns_without_redis_before_it_listens(tmp_path: Path) -> None:
+    """A store alone is not enough: durable turns need resume = redis as well."""
+    serve = (sys.executable, "-m", "chunkbridge", "serve", "--durable", "--port", str(free_port()))
+    proc = subprocess.run(
+        [
+            *serve,
+            *("--dialect", "anthropic-messages", "--upstream", "http://127.0.0.1:1"),
+            *("--store", "sqlite", "--store-path", str(tmp_path / "chats.sqlite3")),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "gateway.start" not in proc.stdout + proc.stderr  # it never got to listen
+    assert all(name in proc.stderr for name in ("durable", "resume", "store")), proc.stderr
+
+
 def test_provider_keys_from_the_environment_are_never_logged() -> None:
     """Debug logging, a served turn and a failed one: the key is in no line of output."""
     secret = "sk-ant-api03-NEVER-LOG-ME-0123456789"

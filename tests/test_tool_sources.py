@@ -28,7 +28,7 @@ from tests.mcp.tools_server import build
 #: The tools of tests/mcp/tools_server.py.
 SERVER_TOOLS = {
     *("add", "multiply", "slow", "env_of", "archive", "delete_branch", "learn", "big", "count"),
-    *("rename", "move", "traced"),
+    *("rename", "move", "traced", "request_meta"),
 }
 
 

@@ -11,6 +11,11 @@ server's tools change, or it goes down or comes back up (its tools leave the cat
 down; the names stay those of every server listed, so a name does not change under a turn), the
 catalog is built again and ``on_change`` tells the gateway, whose next turns offer the new list
 (turns under way keep theirs).
+
+Whether a call interrupted by its instance's death may run again on the instance that takes
+the turn over is :meth:`ToolSources.replay_safe`'s answer (the servers' ``replay`` policies);
+a call made again carries the idempotency key its caller gives
+(:data:`~chunkbridge.gateway.tools.mcp_source.IDEMPOTENCY_KEY_META`).
 """
 
 from __future__ import annotations
@@ -122,17 +127,21 @@ class ToolSources:
         progress: Progress | None = None,
         answer: ToolAnswer | None = None,
         sampled: SampleReport | None = None,
+        idempotency_key: str | None = None,
     ) -> ToolOutcome:
         """Run the catalog's tool ``name`` (again, with the user's ``answer`` to its question);
         its progress reports go to ``progress``, what its server sampled for it to
-        ``sampled``."""
+        ``sampled``. ``idempotency_key`` goes to the server with the call (the same for every
+        run of one call: the caller's to keep)."""
         entry = self._listed.get(name)
         started = time.monotonic()
         if entry is not None:
             server = entry.server
             source = self.sources[server]
             with source.sampling_budget(sampled):
-                outcome = await source.call(entry.tool.name, arguments, progress, answer)
+                outcome = await source.call(
+                    entry.tool.name, arguments, progress, answer, idempotency_key
+                )
         elif name in meta_tools.NAMES and self.meta:
             server = None
             outcome = meta_answer(name, arguments, self.catalog)
@@ -170,6 +179,19 @@ class ToolSources:
     def meta(self) -> bool:
         """Some tools are offered through the meta-tools."""
         return any(entry.meta for entry in self.catalog.values())
+
+    def replay_safe(self, name: str) -> bool:
+        """Whether a call of ``name`` (a catalog name, as :meth:`call` takes it) cut off by its
+        instance's death may run again on the instance that takes the turn over: the tool's
+        ``replay`` policy. The meta-tools are answered from the catalog without a server, so
+        running one again changes nothing — a ``tools_call`` too, which reaches this as a call
+        of its own only when its batch could not be split, and then runs nothing; the calls of
+        a batch come under their own tools' names and get their tools' answers. A name no
+        server lists is not safe: what it would run is unknown."""
+        entry = self._listed.get(name)
+        if entry is not None:
+            return entry.replay_safe
+        return name in meta_tools.NAMES and self.meta
 
     def names(self) -> dict[str, bool]:
         """Every name a call of the gateway's tools may use (the meta-tools' too), and whether

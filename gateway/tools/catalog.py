@@ -4,8 +4,10 @@ servers' lists, without I/O (:mod:`~chunkbridge.gateway.tools.mcp_source` does t
 A server's tools pass its ``allow`` / ``deny`` patterns; the name the model sees is the tool's
 own unless two servers offer the same one, then each becomes ``<server>_<tool>``. Whether a call
 waits for the user follows the server's policy (a ``tool_approval`` entry first, then
-``approval``; ``unless-read-only`` trusts the tool's ``readOnlyHint``). An output longer than the
-server's ``max_output_bytes`` is cut, with a note saying so.
+``approval``; ``unless-read-only`` trusts the tool's ``readOnlyHint``). Whether a call cut off
+by its instance's death may run again follows ``tool_replay``, then ``replay``, the same way
+(``auto`` trusts ``readOnlyHint`` or ``idempotentHint``). An output longer than the server's
+``max_output_bytes`` is cut, with a note saying so.
 """
 
 from __future__ import annotations
@@ -16,7 +18,12 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
-from chunkbridge.gateway.tool_settings import ApprovalPolicy, ToolMode, ToolServerSettings
+from chunkbridge.gateway.tool_settings import (
+    ApprovalPolicy,
+    ReplayPolicy,
+    ToolMode,
+    ToolServerSettings,
+)
 
 __all__ = [
     "CatalogTool",
@@ -40,17 +47,21 @@ class RemoteTool:
     description: str
     input_schema: dict[str, Any]
     read_only: bool = False
+    #: The server's ``idempotentHint``: calling it again with the same arguments does no more.
+    idempotent: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class CatalogTool:
-    """A tool as the gateway offers it: the name the model sees, where it runs, and whether a
-    call waits for the user's approval."""
+    """A tool as the gateway offers it: the name the model sees, where it runs, whether a call
+    waits for the user's approval, and whether a call interrupted by its instance's death may
+    run again."""
 
     name: str
     server: str
     tool: RemoteTool
     needs_approval: bool
+    replay_safe: bool
     #: Offered through the meta-tools, not as a definition of its own (``mode = "meta"``).
     meta: bool = False
 
@@ -111,6 +122,13 @@ def _needs_approval(tool: RemoteTool, settings: ToolServerSettings) -> bool:
     return policy is ApprovalPolicy.ALWAYS
 
 
+def _replay_safe(tool: RemoteTool, settings: ToolServerSettings) -> bool:
+    policy = settings.tool_replay.get(tool.name, settings.replay)
+    if policy is ReplayPolicy.AUTO:
+        return tool.read_only or tool.idempotent
+    return policy is ReplayPolicy.SAFE
+
+
 def build_catalog(
     listed: Mapping[str, Sequence[RemoteTool]], settings: Mapping[str, ToolServerSettings]
 ) -> dict[str, CatalogTool]:
@@ -124,9 +142,14 @@ def build_catalog(
     for server, tools in kept.items():
         for tool in tools:
             name = tool.name if counts[tool.name] == 1 else f"{server}_{tool.name}"
-            approval = _needs_approval(tool, settings[server])
-            meta = settings[server].mode is ToolMode.META
-            catalog[name] = CatalogTool(name, server, tool, approval, meta)
+            catalog[name] = CatalogTool(
+                name,
+                server,
+                tool,
+                needs_approval=_needs_approval(tool, settings[server]),
+                replay_safe=_replay_safe(tool, settings[server]),
+                meta=settings[server].mode is ToolMode.META,
+            )
     return catalog
 
 

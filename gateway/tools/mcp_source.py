@@ -19,6 +19,11 @@ older protocol asks in the middle of a call (``elicitation/create``): the call i
 its question until the answer comes (:mod:`~chunkbridge.gateway.tools.mid_call`), handed over
 to it when another instance takes the answer (:mod:`~chunkbridge.gateway.tools.relayed`).
 
+A call may carry an idempotency key (``_meta`` :data:`IDEMPOTENCY_KEY_META` of its
+``tools/call``): the caller gives the same key when it runs the same call again — another
+instance taking over a turn whose instance died — so a server that keeps the keys it has seen
+can do the work once. The key is only carried here; what makes it the same is the caller's.
+
 A call is bounded by the server's ``tool_timeout``; a call that is cancelled — a stop, a
 timeout — is abandoned with the protocol's ``notifications/cancelled``, which the SDK sends, so
 the server stops its work too. Every failure is a
@@ -49,7 +54,11 @@ from chunkbridge.gateway.tools.mid_call import KEY_PREFIX, AskingCalls, elicit_r
 from chunkbridge.gateway.tools.relayed import forward, request_for
 from chunkbridge.gateway.tools.supervisor import Supervisor, describe, watched
 
-__all__ = ["McpToolSource", "ToolSourceUnavailable"]
+__all__ = ["IDEMPOTENCY_KEY_META", "McpToolSource", "ToolSourceUnavailable"]
+
+#: The ``_meta`` key of a ``tools/call`` request that carries the call's idempotency key (a
+#: name of the gateway's own, in the reverse-DNS form MCP asks of ``_meta`` keys).
+IDEMPOTENCY_KEY_META = "io.chunkbridge/idempotency-key"
 
 #: Pages of ``tools/list`` read at most (a server that never stops paging is cut off).
 MAX_PAGES = 100
@@ -252,8 +261,10 @@ class McpToolSource:
             for tool in page.tools:
                 annotations = tool.annotations
                 read_only = bool(annotations and annotations.read_only_hint)
+                idempotent = bool(annotations and annotations.idempotent_hint)
                 schema = dict(tool.input_schema or {"type": "object"})
-                tools.append(RemoteTool(tool.name, tool.description or "", schema, read_only))
+                description = tool.description or ""
+                tools.append(RemoteTool(tool.name, description, schema, read_only, idempotent))
             cursor = page.next_cursor
             if cursor is None:
                 break
@@ -274,11 +285,13 @@ class McpToolSource:
         arguments: dict[str, Any],
         progress: Progress | None = None,
         answer: ToolAnswer | None = None,
+        idempotency_key: str | None = None,
     ) -> ToolOutcome:
         """Run ``tool`` (its server's own name) with ``arguments`` — again with the user's
         ``answer`` to the question it asked, or on with it (a parked call); the server's
         progress notifications for it go to ``progress`` (unless the server's ``progress`` is
-        off)."""
+        off). ``idempotency_key``, if given, is in the ``_meta`` of every ``tools/call`` the
+        call sends (see the module)."""
         settings = self.settings
         if (
             answer is not None
@@ -294,9 +307,10 @@ class McpToolSource:
                 f"({reason}); it is being started again"
             )
         told = _progress_callback(progress) if progress and settings.progress else None
+        meta = {IDEMPOTENCY_KEY_META: idempotency_key} if idempotency_key is not None else None
         lost = self.lost
         try:
-            run = _call_tool(client, tool, arguments, told, answer)
+            run = _call_tool(client, tool, arguments, told, answer, meta)
             result = await self.asking.call(run, answer, settings.tool_timeout)
         except TimeoutError:
             return ToolOutcome(error=f"{tool} took longer than {settings.tool_timeout:g} s")
@@ -366,10 +380,16 @@ class McpToolSource:
 
 
 async def _call_tool(
-    client: Any, tool: str, arguments: dict[str, Any], told: Any, answer: ToolAnswer | None
+    client: Any,
+    tool: str,
+    arguments: dict[str, Any],
+    told: Any,
+    answer: ToolAnswer | None,
+    meta: dict[str, Any] | None,
 ) -> Any:
     """The SDK's ``tools/call``; a 2026-07-28 server's answer is made again with the user's
-    answer, and again while the server sends only its state, as the SDK's own client waits."""
+    answer, and again while the server sends only its state, as the SDK's own client waits.
+    Each request carries ``meta`` (the SDK adds its own keys, a progress token, to it)."""
     from mcp.types import InputRequiredResult
 
     responses: dict[str, Any] | None = None
@@ -386,6 +406,7 @@ async def _call_tool(
             allow_input_required=True,
             input_responses=responses,
             request_state=state,
+            meta=meta,
         )
         if not isinstance(result, InputRequiredResult) or result.input_requests:
             break

@@ -19,7 +19,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -140,6 +140,12 @@ def build(mark: str | None = None, name: str = "probe") -> MCPServer:
         meta = ctx.request_context.meta
         value = meta.get("traceparent") if isinstance(meta, dict) else None
         return str(value or "<none>")
+
+    @server.tool(annotations=ToolAnnotations(idempotentHint=True))
+    def request_meta(ctx: Context) -> dict[str, Any]:
+        """The ``_meta`` of the call's request, as the server got it (an idempotent tool that
+        is not read-only: what a gateway may run again, and what key it ran it with)."""
+        return dict(ctx.request_context.meta or {})
 
     @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
     def big(size: int) -> str:

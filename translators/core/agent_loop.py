@@ -180,6 +180,30 @@ class AgentLoop:
         self._approvals = 0
         self._app = 0
         self.ending: LoopEnding | None = None
+        #: Takeovers of a durable turn by another instance (``agentLoop.recoveries``).
+        self.recoveries = 0
+
+    def state(self) -> dict[str, Any]:
+        """Where the loop is, as data (a durable turn's checkpoint; :meth:`restore`)."""
+        return {
+            "phase": self.phase.value,
+            "step": self.step,
+            "step_reports": list(self.step_reports),
+            "usage": dict(self.usage),
+            "counts": [self._answered, self._approvals, self._app],
+            "questions": list(self._questions),
+            "recoveries": self.recoveries,
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Be where :meth:`state` said (another instance takes the turn over)."""
+        self.phase = LoopPhase(state["phase"])
+        self.step = state["step"]
+        self.step_reports = list(state["step_reports"])
+        self.usage = dict(state["usage"])
+        self._answered, self._approvals, self._app = state["counts"]
+        self._questions = list(state["questions"])
+        self.recoveries = state["recoveries"]
 
     def dispatch(self, calls: list[ReadyCall]) -> tuple[list[ReadyCall], list[Chunk]]:
         """Completed calls of the current step: those to run now, and what the stream says of
@@ -328,6 +352,8 @@ class AgentLoop:
         if self.usage:
             merged["usage"] = dict(self.usage)
         merged["agentLoop"] = {"ending": ending.value, "steps": self.step_reports}
+        if self.recoveries:
+            merged["agentLoop"]["recoveries"] = self.recoveries
         return CloseRequest(
             CloseReason.COMPLETED, finish_reason=finish_reason, message_metadata=merged
         )

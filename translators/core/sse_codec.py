@@ -32,6 +32,7 @@ __all__ = [
     "SseDecoder",
     "SseEvent",
     "as_written",
+    "decode_chunks",
     "encode_chunk",
     "encode_chunks",
     "json_safe",
@@ -121,6 +122,21 @@ def encode_chunks(chunks: list[dict[str, Any]]) -> bytes:
     if len(chunks) == 1:
         return encode_chunk(chunks[0])
     return b"".join([encode_chunk(c) for c in chunks])
+
+
+def decode_chunks(body: bytes) -> list[dict[str, Any]]:
+    """The chunks of bytes :func:`encode_chunks` wrote (a chunk log read back: comments and
+    ``[DONE]`` are no chunks)."""
+    chunks: list[dict[str, Any]] = []
+    for event in body.split(b"\n\n"):
+        if not event.startswith(b"data: ") or event == DONE_FRAME.rstrip():
+            continue
+        payload = event[6:]
+        try:
+            chunks.append(orjson.loads(payload))
+        except orjson.JSONDecodeError:  # an integer beyond 64 bits: the standard library's
+            chunks.append(json.loads(payload))
+    return chunks
 
 
 @dataclass(frozen=True, slots=True)

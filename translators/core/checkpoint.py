@@ -1,0 +1,118 @@
+"""What a durable loop turn records of itself, so that another instance can go on with it.
+
+A checkpoint is data — JSON in the store — never inferred from the bytes sent: the request the
+turn sends (to build its next model request again), where the loop is (:class:`Stage`, and the
+loop's own state: steps, usage, reports), the assistant message assembled so far and how many
+bytes of the chunk log it stands for, and, while tools run, the calls of the step (each with
+whether it may run again). What readers saw past that many bytes — the *tail* — is read from
+the chunk log by the instance that takes over: results that came in, or a model step that was
+streaming.
+
+Checkpoints are written at the loop's boundaries, each before what it guards is done:
+
+* ``calling`` — before a model call (the turn's first, and after each step's results): a
+  takeover calls the model again with :attr:`Checkpoint.message`; a step that was streaming
+  is done again;
+* ``results`` — when the model's step ended, before its calls are sent: the step's ending (its
+  finishReason and metadata) and its calls are recorded, so the model is never asked for that
+  step again; a call without a result in the tail runs again only where its replay policy says
+  it may (else its result is an error saying it was interrupted);
+* ``released`` — before a continuation's approved or answered calls run: a takeover runs none of
+  them again (an approved call runs at most once; an answered one waited in the dead process).
+
+Recoveries are budgeted: :attr:`Checkpoint.recoveries` counts every takeover of the turn,
+:attr:`Checkpoint.retries` those from the same checkpoint in a row (a turn that keeps dying at
+one point ends with an error instead of looping).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, replace
+from enum import StrEnum
+from typing import Any
+
+import orjson
+
+from chunkbridge.translators.core.steps import ReadyCall
+
+__all__ = ["Checkpoint", "Intent", "Stage"]
+
+
+class Stage(StrEnum):
+    """Which boundary of the loop a checkpoint was written at (see the module)."""
+
+    CALLING = "calling"
+    RESULTS = "results"
+    RELEASED = "released"
+
+
+@dataclass(frozen=True, slots=True)
+class Intent:
+    """A call about to be sent: what it is and whether it may be sent again."""
+
+    call_id: str
+    name: str
+    input: Any
+    #: May run again after a takeover (its tool's replay policy).
+    replay: bool
+    #: Its idempotency key: the same on every run of the call.
+    key: str
+
+    def ready(self) -> ReadyCall:
+        return ReadyCall(self.call_id, self.name, self.input)
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """One durable turn's state at a boundary of its loop (see the module)."""
+
+    #: Written in order: 1 for the turn's first.
+    seq: int
+    stage: Stage
+    #: The request as the turn sends it (``ChatRequest`` JSON), and what the upstream gets.
+    request: dict[str, Any]
+    run_id: str
+    message_id: str
+    #: The AI SDK major the stream is written for.
+    target: int
+    #: The assistant message assembled so far (``None`` before anything was written).
+    message: dict[str, Any] | None
+    #: Bytes of the chunk log :attr:`message` stands for; of them, the first ``prefix`` are
+    #: not the turn's own chunks (the trace comment, the resume prefix: a continuation's
+    #: message replayed for fresh readers).
+    log_bytes: int
+    prefix: int
+    #: :meth:`AgentLoop.state <chunkbridge.translators.core.agent_loop.AgentLoop.state>`.
+    loop: dict[str, Any]
+    #: ``results``: the model step's ending (``finish_reason``, ``message_metadata``).
+    ended: dict[str, Any] | None = None
+    #: ``results`` / ``released``: the calls being sent.
+    intents: tuple[Intent, ...] = ()
+    #: Takeovers of this turn so far; takeovers from this checkpoint in a row.
+    recoveries: int = 0
+    retries: int = 0
+    #: What the request answered (approvals, questions): the continuation's, settled by it.
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def next(self, stage: Stage, **changes: Any) -> Checkpoint:
+        """The turn's next checkpoint (a new boundary: the retry count starts again)."""
+        return replace(self, seq=self.seq + 1, stage=stage, retries=0, **changes)
+
+    def taken_over(self) -> Checkpoint:
+        """This checkpoint as a takeover starts from it."""
+        return replace(self, recoveries=self.recoveries + 1, retries=self.retries + 1)
+
+    def to_json(self) -> bytes:
+        data = asdict(self)
+        try:
+            return orjson.dumps(data)
+        except orjson.JSONEncodeError:  # an integer past 64 bits in a call's input (valid JSON)
+            return json.dumps(data, separators=(",", ":")).encode()
+
+    @classmethod
+    def from_json(cls, body: bytes | str) -> Checkpoint:
+        data = orjson.loads(body)
+        data["stage"] = Stage(data["stage"])
+        data["intents"] = tuple(Intent(**intent) for intent in data.get("intents", ()))
+        return cls(**data)

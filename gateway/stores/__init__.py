@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from chunkbridge.gateway.stores.base import (
     ANSWERED,
     ApprovalLedger,
+    CheckpointStore,
     ChunkSink,
     Claim,
     Key,
@@ -33,10 +34,12 @@ from chunkbridge.gateway.stores.base import (
 if TYPE_CHECKING:
     from chunkbridge.gateway.config import GatewayConfig
     from chunkbridge.gateway.stores.redis_relay import RedisRelay
+    from chunkbridge.gateway.stores.redis_takeover import RedisTakeovers
 
 __all__ = [
     "ANSWERED",
     "ApprovalLedger",
+    "CheckpointStore",
     "ChunkSink",
     "Claim",
     "Key",
@@ -60,6 +63,10 @@ class Stores:
     approvals: ApprovalLedger
     transcripts: TranscriptStore | None = None
     relay: RedisRelay | None = None
+    #: ``durable = true`` (``resume = redis`` and a store): the turns' checkpoints, and who
+    #: holds each turn.
+    checkpoints: CheckpointStore | None = None
+    takeovers: RedisTakeovers | None = None
 
     async def start(self) -> None:
         """Connect what needs it; fails the start-up (:class:`StoreUnavailable`, or Redis's
@@ -90,7 +97,16 @@ def open_stores(config: GatewayConfig, log: Any, on_skipped: Callable[[], None])
         from chunkbridge.gateway.stores.redis import open_redis_stores
 
         resume, approvals, relay = open_redis_stores(config, log)
-        return Stores(resume, approvals, transcripts, relay)
+        from chunkbridge.gateway.stores.transcript_sql import SqlTranscriptStore
+
+        if not config.durable or not isinstance(transcripts, SqlTranscriptStore):
+            return Stores(resume, approvals, transcripts, relay)
+        from chunkbridge.gateway.stores.checkpoint_sql import SqlCheckpointStore
+        from chunkbridge.gateway.stores.redis_takeover import RedisTakeovers
+
+        checkpoints = SqlCheckpointStore(transcripts.database)
+        takeovers = RedisTakeovers(resume.redis, resume.instance, config.owner_lease, log)
+        return Stores(resume, approvals, transcripts, relay, checkpoints, takeovers)
     from chunkbridge.gateway.stores.memory import MemoryApprovalLedger, MemoryResumeStore
 
     memory = MemoryResumeStore(config.resume_ttl) if config.resume == "memory" else None

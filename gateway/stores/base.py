@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ANSWERED",
     "ApprovalLedger",
+    "CheckpointStore",
     "ChunkSink",
     "Claim",
     "Key",
@@ -49,12 +50,20 @@ class ResumeLog(ChunkSink, Protocol):
         """The response ended: readers get its end; the log stays readable for the store's
         ``ttl``. Never waits (a backend that writes elsewhere does so in the background)."""
 
+    def leave(self) -> None:
+        """This instance writes no more of the log, which another one goes on with (a durable
+        turn taken over, or handed over): not its end."""
+
 
 class Stoppable(Protocol):
     """A running turn as a resume store holds it: something a stop request can end."""
 
     def stop(self) -> bool:
         """End the turn as a client abort would; ``False`` when it had already ended."""
+
+    def lost(self) -> None:
+        """Another instance took the turn over (a durable turn whose lease this instance let
+        lapse): it ends here without another word — to its log, its record or its upstream."""
 
 
 class ResumeStore(Protocol):
@@ -194,3 +203,24 @@ class TranscriptStore(Protocol):
         """Forget the chats not written since ``older_than`` (a UNIX time); how many."""
 
     async def aclose(self) -> None: ...
+
+
+class CheckpointStore(Protocol):
+    """Where durable turns record their checkpoints (``durable = true``: the transcript's
+    database), one per running turn, written under a *fence*: the number of the instance's
+    hold on the turn (a takeover's is higher). A write under a lower fence than the stored one
+    changes nothing, and says so — how a paused owner that woke up learns it lost the turn.
+    Every method may raise :class:`StoreUnavailable`."""
+
+    async def save(self, key: Key, fence: int, seq: int, body: bytes) -> bool:
+        """Write the turn's checkpoint; ``False``: a higher fence holds it (nothing written)."""
+
+    async def claim(self, key: Key, fence: int) -> bytes | None:
+        """Hold the turn under ``fence`` from now on (the lower ones' writes fail): its
+        checkpoint, or ``None`` when there is none or a fence as high holds it."""
+
+    async def forget(self, key: Key, fence: int) -> None:
+        """The turn ended: its checkpoint goes (unless a higher fence holds it)."""
+
+    async def running(self) -> list[Key]:
+        """Every turn with a checkpoint (one an instance may have to take over)."""

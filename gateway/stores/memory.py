@@ -40,6 +40,9 @@ class ChunkLog:
         self._wake()
         self._store.finished(self._key, self)
 
+    def leave(self) -> None:  # (one process: nobody goes on with it)
+        self.finish()
+
     def _wake(self) -> None:
         waiters, self._waiters = self._waiters, []
         for waiter in waiters:

@@ -5,11 +5,13 @@ Per response, under ``chunkbridge:<session>:<chat>:``:
 * ``log`` — a Redis Stream, one entry per body the producer wrote (``d``: the SSE bytes), ended
   by an entry ``e`` (the end marker readers re-check: never a single pub/sub message);
 * ``owner`` — the producing instance's id, with a lease of ``owner_lease`` seconds that it
-  renews every third of that while the turn runs.
+  renews every third of that while the turn runs — where it still holds it: a durable turn
+  whose lease lapsed may have been taken over (see ``redis_takeover``), and then its former
+  owner hears it lost the turn (:meth:`~chunkbridge.gateway.stores.base.Stoppable.lost`),
+  and nothing it writes to the log lands (every write checks the owner key, in the script).
 
-Readers on any instance replay the stream from its first entry and then block on it; when a
-read times out they look at the owner's lease: an owner that died without warning (SIGKILL)
-leaves no reader hanging — after the lease they end with ``error`` + ``finish``. Stop requests
+Readers on any instance follow the log (:mod:`~chunkbridge.gateway.stores.redis_follow`): an
+owner that died without warning (SIGKILL) leaves no reader hanging. Stop requests
 reach the owner over the ``chunkbridge:stop`` channel (a stop is an instruction, not state).
 The one-turn-per-session rule holds across instances through ``chunkbridge:turns:<session>``,
 a sorted set of running turns scored by lease expiry (a dead owner's entry lapses).
@@ -28,27 +30,61 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
-import orjson
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from chunkbridge.gateway.errors import TurnInProgress
 from chunkbridge.gateway.stores.base import Key, Stoppable
-from chunkbridge.translators.core.sse_codec import DONE_FRAME
+from chunkbridge.gateway.stores.redis_follow import DURABLE, follow, member
 
 __all__ = ["RedisChunkLog", "RedisResumeStore"]
 _PREFIX = "chunkbridge"
 _STOP_CHANNEL = f"{_PREFIX}:stop"
-#: How long a reader blocks on the stream before it checks the owner's lease, ms.
-_BLOCK_MS = 500
 
-#: One command for a whole flush: an XADD per log (KEYS) of its buffered bodies (ARGV).
+#: One command for a whole flush: an XADD per log (the first half of KEYS) of its buffered
+#: bodies (ARGV), where this instance (the last ARGV) owns the log (the second half of KEYS)
+#: or nobody does — never where another instance took the turn over.
 _XADD_MANY = """
-for i, key in ipairs(KEYS) do
-  redis.call('XADD', key, '*', 'd', ARGV[i])
+local n = #KEYS / 2
+local me = ARGV[n + 1]
+for i = 1, n do
+  local owner = redis.call('GET', KEYS[n + i])
+  if (not owner) or owner == me then
+    redis.call('XADD', KEYS[i], '*', 'd', ARGV[i])
+  end
 end
-return #KEYS
+return n
 """
+#: The heartbeat: each owner key (KEYS but the last) renewed where it is still this instance's
+#: (ARGV[1]) or nobody's, for ARGV[2] ms; a durable turn's entry in the set of durable turns
+#: (the last KEY) too (ARGV[3 + i]: its member, or ''), scored ARGV[3] (its lease's end). The
+#: indexes of the keys another instance holds now (it took the turn over).
+_RENEW = """
+local n = #KEYS - 1
+local lost = {}
+for i = 1, n do
+  local owner = redis.call('GET', KEYS[i])
+  if (not owner) or owner == ARGV[1] then
+    redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
+    if ARGV[3 + i] ~= '' then redis.call('ZADD', KEYS[n + 1], ARGV[3], ARGV[3 + i]) end
+  else
+    table.insert(lost, i)
+  end
+end
+return lost
+"""
+#: A log's end (KEYS[1]: the log, KEYS[2]: its owner, KEYS[3]: the durable turns), written only
+#: by its owner (ARGV[1]); kept ARGV[2] ms; the turn leaves the durable ones (ARGV[3]).
+_END = """
+local owner = redis.call('GET', KEYS[2])
+if owner and owner ~= ARGV[1] then return 0 end
+redis.call('XADD', KEYS[1], '*', 'e', '1')
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+redis.call('DEL', KEYS[2])
+redis.call('ZREM', KEYS[3], ARGV[3])
+return 1
+"""
+
 #: Seconds between flushes of buffered writes: the producer never waits for Redis; readers on
 #: other instances see writes this much later at most.
 FLUSH_INTERVAL = 0.01
@@ -68,14 +104,6 @@ def _base(key: Key) -> str:
     return f"{_PREFIX}:{key[0]}:{key[1]}"
 
 
-def _owner_died_ending() -> bytes:
-    error = {"type": "error", "errorText": "The answer was interrupted: its server stopped."}
-    return (
-        b"data: " + orjson.dumps(error) + b"\n\n"
-        b'data: {"type":"finish","finishReason":"error"}\n\n' + DONE_FRAME
-    )
-
-
 class RedisChunkLog:
     """The producer's side of one response's log: appends are buffered in memory and written by
     the store's flusher, several logs in one Redis command (see :meth:`RedisResumeStore.flush`)."""
@@ -89,13 +117,28 @@ class RedisChunkLog:
         self.claimed: asyncio.Task[None] | None = None
         self.done = False
         self.failed = False
+        #: Bytes appended so far (where a durable turn's checkpoint says it is in the log).
+        self.written = 0
 
     def append(self, body: bytes) -> None:
         self.pending.append(body)
+        self.written += len(body)
         self.store.schedule(self)
+
+    async def flushed(self) -> None:
+        """Everything appended so far is in Redis (a durable turn's checkpoint waits for
+        it)."""
+        if self.claimed is not None:
+            await self.claimed
+        await self.store.flush()
 
     def finish(self) -> None:
         self.store.finished(self)
+
+    def leave(self) -> None:
+        self.done = True
+        self.pending.clear()  # (written before a hand-over; refused after a takeover)
+        self.store.left(self)
 
     async def close(self) -> None:
         """Everything written, then the end marker; the log expires ``ttl`` after the end."""
@@ -106,13 +149,10 @@ class RedisChunkLog:
         await self.store.flush()
         if self.failed:
             return
-        base, ttl = _base(self.key), int(self.store.ttl * 1000)
+        store, ttl = self.store, int(self.store.ttl * 1000)
         try:
-            async with self.store.redis.pipeline(transaction=False) as pipe:
-                pipe.xadd(self.stream, {"e": b"1"})
-                pipe.pexpire(self.stream, ttl)
-                pipe.delete(base + ":owner")
-                await pipe.execute()
+            keys = [self.stream, _base(self.key) + ":owner", DURABLE]
+            await store.end_log(keys=keys, args=[store.instance, ttl, member(self.key)])
         except (RedisError, OSError) as exc:
             self.store.log.warning("resume.redis_write_failed", error=str(exc)[:200])
 
@@ -136,6 +176,10 @@ class RedisResumeStore:
         self._dirty: dict[RedisChunkLog, None] = {}
         self._flushing: asyncio.Task[None] | None = None
         self._xadd_many = self.redis.register_script(_XADD_MANY)
+        self._renew = self.redis.register_script(_RENEW)
+        self.end_log = self.redis.register_script(_END)
+        #: The durable turns this instance runs (their leases renew their entry among them).
+        self.durable: set[Key] = set()
 
     async def start(self) -> None:
         await self.redis.ping()
@@ -215,6 +259,7 @@ class RedisResumeStore:
         """One Redis command for every log's buffered bodies (each log's joined into one entry:
         readers only ever concatenate them). Logs not yet claimed wait for the next flush."""
         keys: list[str] = []
+        owners: list[str] = []
         bodies: list[bytes] = []
         waiting: list[RedisChunkLog] = []
         dirty, self._dirty = self._dirty, {}
@@ -225,6 +270,7 @@ class RedisResumeStore:
                 waiting.append(log)
                 continue
             keys.append(log.stream)
+            owners.append(_base(log.key) + ":owner")
             bodies.append(b"".join(log.pending))
             log.pending.clear()
         for log in waiting:
@@ -232,7 +278,7 @@ class RedisResumeStore:
         if not keys:
             return
         try:
-            await self._xadd_many(keys=keys, args=bodies)
+            await self._xadd_many(keys=keys + owners, args=[*bodies, self.instance])
         except (RedisError, OSError) as exc:
             for log in dirty:
                 log.failed = True  # the producers' own clients are not affected
@@ -243,6 +289,22 @@ class RedisResumeStore:
         self._running[key] = (turn, log)
         log.claimed = asyncio.get_running_loop().create_task(self._claim(key))
         return log
+
+    def rejoin(self, key: Key, turn: Stoppable) -> RedisChunkLog:
+        """The log of a turn this instance took over (it holds its owner key): written on."""
+        log = RedisChunkLog(self, key)
+        self._running[key] = (turn, log)
+        return log
+
+    async def entries(self, key: Key) -> list[bytes] | None:
+        """Every body of ``key``'s log so far; ``None`` when the log has ended."""
+        bodies: list[bytes] = []
+        entries: Any = await self.redis.xrange(_base(key) + ":log")
+        for _, fields in entries:
+            if b"e" in fields:
+                return None
+            bodies.append(fields[b"d"])
+        return bodies
 
     async def _claim(self, key: Key) -> None:
         base = _base(key)
@@ -256,9 +318,15 @@ class RedisResumeStore:
         """``log`` ended: its end goes to Redis in the background (a task held until done)."""
         if self._running.get(log.key, (None, None))[1] is log:
             del self._running[log.key]
+        self.durable.discard(log.key)
         task = asyncio.get_running_loop().create_task(log.close())
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
+
+    def left(self, log: RedisChunkLog) -> None:
+        if self._running.get(log.key, (None, None))[1] is log:
+            del self._running[log.key]
+        self.durable.discard(log.key)
 
     def running(self, key: Key) -> Stoppable | None:
         entry = self._running.get(key)
@@ -269,16 +337,30 @@ class RedisResumeStore:
         while True:
             await asyncio.sleep(self.lease / 3)
             now = time.time()
+            running = list(self._running)
             try:
                 async with self.redis.pipeline(transaction=False) as pipe:
-                    for key in self._running:
-                        pipe.set(_base(key) + ":owner", self.instance, px=int(self.lease * 1000))
                     for session_id, members in self._turns.items():
-                        for member in members:
-                            pipe.zadd(f"{_PREFIX}:turns:{session_id}", {member: now + self.lease})
+                        for held in members:
+                            pipe.zadd(f"{_PREFIX}:turns:{session_id}", {held: now + self.lease})
                     await pipe.execute()
+                lost = await self._renew_owners(running, now) if running else []
             except (RedisError, OSError) as exc:
                 self.log.warning("resume.redis_heartbeat_failed", error=str(exc)[:200])
+                continue
+            for index in lost:  # another instance took the turn over: it ends here, unheard
+                entry = self._running.get(running[index - 1])
+                if entry is not None:
+                    self.log.warning("resume.turn_taken_over", session_id=running[index - 1][0])
+                    entry[0].lost()
+
+    async def _renew_owners(self, running: list[Key], now: float) -> list[int]:
+        keys = [_base(key) + ":owner" for key in running] + [DURABLE]
+        members = [member(key) if key in self.durable else "" for key in running]
+        args: list[str | int | float] = [self.instance, int(self.lease * 1000), now + self.lease]
+        args += members
+        lost: list[int] = await self._renew(keys=keys, args=args)
+        return lost
 
     # -- stopping ------------------------------------------------------------------------------
 
@@ -314,31 +396,5 @@ class RedisResumeStore:
 
     async def reader(self, key: Key) -> AsyncIterator[bytes] | None:
         """The response of ``key`` from its first entry, following it; ``None`` when there is
-        none."""
-        base = _base(key)
-        if not await self.redis.exists(base + ":log") and not await self.redis.exists(
-            base + ":owner"
-        ):
-            return None
-        return self._follow(base)
-
-    async def _follow(self, base: str) -> AsyncIterator[bytes]:
-        stream, last = base + ":log", "0-0"
-        while True:
-            entries: Any = await self.redis.xread({stream: last}, block=_BLOCK_MS, count=512)
-            if not entries:
-                if not await self.redis.exists(base + ":owner"):
-                    # No writes for a while and no owner: it finished meanwhile (then the
-                    # end marker is there to read) or it died without warning.
-                    tail = await self.redis.xrange(stream, min=f"({last}", count=1)
-                    if tail:
-                        continue
-                    yield _owner_died_ending()
-                    return
-                continue
-            for entry_id, fields in entries[0][1]:
-                last = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
-                if b"e" in fields:
-                    return
-                body: bytes = fields[b"d"]
-                yield body
+        none (:mod:`~chunkbridge.gateway.stores.redis_follow`)."""
+        return await follow(self.redis, _base(key), member(key), self.lease)

@@ -55,6 +55,14 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "CREATE INDEX cb_messages_in_order ON cb_messages (session_id, chat_id, position)",
         ),
     ),
+    (
+        2,
+        (  # durable turns' checkpoints (:mod:`~chunkbridge.gateway.stores.checkpoint_sql`)
+            "CREATE TABLE cb_turns (session_id TEXT NOT NULL, chat_id TEXT NOT NULL,"
+            " fence BIGINT NOT NULL, seq INTEGER NOT NULL, body {json} NOT NULL,"
+            " updated_at DOUBLE PRECISION NOT NULL, PRIMARY KEY (session_id, chat_id))",
+        ),
+    ),
 )
 _TITLE_LENGTH = 80
 _KEY = "session_id = ? AND chat_id = ?"

@@ -1,0 +1,70 @@
+"""Durable turns' checkpoints in the transcript's SQL database (``cb_turns``): one row per
+running turn — its newest checkpoint, its sequence number and the fence it was written under
+(:class:`~chunkbridge.gateway.stores.base.CheckpointStore`).
+
+The fence is the whole of the safety: a write carries its writer's fence and lands only where
+the row's is not higher (one conditional upsert, whose row count says whether it did), and a
+takeover raises the row's fence before it reads the checkpoint. So once another instance has
+claimed a turn, nothing its former owner writes — it was paused past its lease, say — lands.
+"""
+
+from __future__ import annotations
+
+import time
+
+from chunkbridge.gateway.stores.base import Key
+from chunkbridge.gateway.stores.transcript_sql import Cursor, Database
+
+__all__ = ["SqlCheckpointStore"]
+
+_KEY = "session_id = ? AND chat_id = ?"
+
+
+class SqlCheckpointStore:
+    """:class:`~chunkbridge.gateway.stores.base.CheckpointStore` over the transcript's
+    :class:`~chunkbridge.gateway.stores.transcript_sql.Database` (opened and migrated by the
+    transcript store)."""
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+        json_param = "?" if database.json_type == "TEXT" else "CAST(? AS JSONB)"
+        self._upsert = (
+            "INSERT INTO cb_turns (session_id, chat_id, fence, seq, body, updated_at)"
+            f" VALUES (?, ?, ?, ?, {json_param}, ?) ON CONFLICT (session_id, chat_id) DO UPDATE"
+            " SET fence = excluded.fence, seq = excluded.seq, body = excluded.body,"
+            " updated_at = excluded.updated_at WHERE cb_turns.fence <= excluded.fence"
+        )
+
+    async def save(self, key: Key, fence: int, seq: int, body: bytes) -> bool:
+        row = (*key, fence, seq, body.decode(), time.time())
+
+        def work(cur: Cursor) -> bool:
+            return bool(cur.execute(self._upsert, row).rowcount)
+
+        return await self.database.transaction(work)
+
+    async def claim(self, key: Key, fence: int) -> bytes | None:
+        body_text = self.database.body_text
+
+        def work(cur: Cursor) -> bytes | None:
+            raised = cur.execute(
+                f"UPDATE cb_turns SET fence = ? WHERE {_KEY} AND fence < ?", (fence, *key, fence)
+            )
+            if not raised.rowcount:
+                return None
+            row = cur.execute(f"SELECT {body_text} FROM cb_turns WHERE {_KEY}", key).fetchone()
+            return None if row is None else str(row[0]).encode()
+
+        return await self.database.transaction(work)
+
+    async def forget(self, key: Key, fence: int) -> None:
+        def work(cur: Cursor) -> None:
+            cur.execute(f"DELETE FROM cb_turns WHERE {_KEY} AND fence <= ?", (*key, fence))
+
+        await self.database.transaction(work)
+
+    async def running(self) -> list[Key]:
+        def work(cur: Cursor) -> list[Key]:
+            return [(r[0], r[1]) for r in cur.execute("SELECT session_id, chat_id FROM cb_turns")]
+
+        return await self.database.transaction(work)

@@ -1,0 +1,105 @@
+"""Durable turns across instances (``durable = true``): who holds each, and the claim of one
+whose instance died.
+
+* ``chunkbridge:durable`` — a sorted set of the durable turns that run, scored by the end of
+  their owner's lease (renewed with it, by the resume store's heartbeat);
+* ``chunkbridge:<session>:<chat>:fence`` — a counter raised by every hold on the turn: its
+  first owner's, each takeover's. The holder writes its checkpoints under it, so a former
+  owner that wakes up (paused past its lease) finds its writes refused.
+
+Every instance looks for turns whose lease lapsed (:meth:`RedisTakeovers.due`) and claims them
+in one script (:meth:`RedisTakeovers.claim`): only where nobody holds the owner key, so two
+instances never both take a turn, and a former owner that renewed in time keeps it. An instance
+that stops on purpose (SIGTERM) hands its turns over (:meth:`RedisTakeovers.release`): their
+lease ends at once, and the next look of another instance takes them, without waiting for it.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import redis.asyncio as aioredis
+
+from chunkbridge.gateway.stores.base import Key
+from chunkbridge.gateway.stores.redis_follow import DURABLE, member
+
+__all__ = ["RedisTakeovers"]
+
+#: KEYS: the owner key, the fence, the durable set; ARGV: this instance, the lease in ms, the
+#: lease's end, the turn's member. This instance's fence, or 0 (another holds the turn).
+_OWN = """
+local owner = redis.call('GET', KEYS[1])
+if owner and owner ~= ARGV[1] then return 0 end
+local fence = redis.call('INCR', KEYS[2])
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
+return fence
+"""
+#: The same, only where nobody holds it (a takeover): 0 when somebody does.
+_CLAIM = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+local fence = redis.call('INCR', KEYS[2])
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
+return fence
+"""
+#: KEYS: the owner key, the durable set; ARGV: this instance, the member. The hold given up
+#: (where it is this instance's), the turn due at once.
+_RELEASE = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+redis.call('ZADD', KEYS[2], 0, ARGV[2])
+return 1
+"""
+#: Turns looked at per look.
+_BATCH = 16
+
+
+class RedisTakeovers:
+    """The durable turns' holds, in the resume store's Redis (see the module)."""
+
+    def __init__(self, client: aioredis.Redis, instance: str, lease: float, log: Any) -> None:
+        self.redis = client
+        self.instance = instance
+        self.lease = lease
+        self.log = log
+        self._own = client.register_script(_OWN)
+        self._claim = client.register_script(_CLAIM)
+        self._release = client.register_script(_RELEASE)
+
+    def _keys(self, key: Key) -> list[str]:
+        base = f"chunkbridge:{key[0]}:{key[1]}"
+        return [base + ":owner", base + ":fence", DURABLE]
+
+    def _args(self, key: Key) -> list[Any]:
+        lease_ms = int(self.lease * 1000)
+        return [self.instance, lease_ms, time.time() + self.lease, member(key)]
+
+    async def own(self, key: Key) -> int:
+        """A new durable turn of this instance's: its fence (0: another instance holds it)."""
+        return int(await self._own(keys=self._keys(key), args=self._args(key)))
+
+    async def claim(self, key: Key) -> int:
+        """Take over ``key`` if nobody holds it: the new fence, or 0."""
+        return int(await self._claim(keys=self._keys(key), args=self._args(key)))
+
+    async def due(self) -> list[Key]:
+        """Durable turns whose owner's lease has ended."""
+        members: Any = await self.redis.zrangebyscore(DURABLE, "-inf", time.time(), 0, _BATCH)
+        keys = []
+        for entry in members:
+            text = entry.decode() if isinstance(entry, bytes) else entry
+            session_id, _, chat_id = text.partition("\x00")
+            keys.append((session_id, chat_id))
+        return keys
+
+    async def release(self, key: Key) -> bool:
+        """Hand ``key`` over (this instance stops): whether it held it."""
+        owner, _, durable = self._keys(key)
+        return bool(await self._release(keys=[owner, durable], args=[self.instance, member(key)]))
+
+    async def forget(self, key: Key) -> None:
+        """``key`` is no durable turn any more (it ended with no log to end, or it cannot
+        go on)."""
+        await self.redis.zrem(DURABLE, member(key))

@@ -95,6 +95,23 @@ class Metrics:
             ["server"],
             registry=registry,
         )
+        self.takeovers = Counter(
+            "chunkbridge_turn_takeovers",
+            "Durable turns this instance took over (their instance died, or handed them over)",
+            registry=registry,
+        )
+        self.interrupted_calls = Counter(
+            "chunkbridge_interrupted_calls",
+            "Tool calls a takeover found without a result: run again (replayed) or ended "
+            "with an error (refused: their replay policy forbids it)",
+            ["decision"],
+            registry=registry,
+        )
+        self.recoveries_exhausted = Counter(
+            "chunkbridge_turn_recoveries_exhausted",
+            "Durable turns ended with an error after max_recoveries takeovers at one point",
+            registry=registry,
+        )
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -16,6 +16,7 @@ from chunkbridge.gateway.logging import get_logger
 from chunkbridge.gateway.metrics import Metrics
 from chunkbridge.gateway.registry import UnknownDialect, get_dialect, registry
 from chunkbridge.gateway.stores import StoreUnavailable, open_stores
+from chunkbridge.gateway.stores.redis_resume import RedisResumeStore
 from chunkbridge.gateway.stores.writer import TranscriptWriter
 from chunkbridge.gateway.telemetry import NO_TRACE, NoTrace, Telemetry, TurnTrace
 from chunkbridge.gateway.tools import ToolSources
@@ -23,9 +24,11 @@ from chunkbridge.gateway.transports.connectors import Connector, connector_for
 from chunkbridge.gateway.transports.tls import client_tls
 from chunkbridge.gateway.turn.agent_setup import AgentSetup, agent_setup
 from chunkbridge.gateway.turn.driver import DriverSettings
+from chunkbridge.gateway.turn.durable import DurableDriver, DurableServices, FaultPlan
 from chunkbridge.gateway.turn.opening import admit, assemble, connect, delivered
 from chunkbridge.gateway.turn.run import OpenTurns, RunServices, TurnRun
 from chunkbridge.gateway.turn.sampling import Sampled, Sampler
+from chunkbridge.gateway.turn.takeover import Recoverer
 from chunkbridge.kit import (
     Dialect,
     TranslatorOptions,
@@ -63,6 +66,20 @@ class Gateway:
         )
         #: The agent loop, once the tools are listed (:meth:`start`).
         self.agent: AgentSetup | None = None
+        #: ``durable = true``: what durable turns share, and what takes over those of
+        #: instances that died (:meth:`start`).
+        self.durable: DurableServices | None = None
+        self._recoverer: Recoverer | None = None
+        stores = self.stores
+        if stores.checkpoints is not None and stores.takeovers is not None:
+            assert isinstance(stores.resume, RedisResumeStore)
+            self.durable = DurableServices(
+                stores.checkpoints,
+                stores.takeovers,
+                stores.resume,
+                config.max_recoveries,
+                FaultPlan.from_environment(),
+            )
         #: Signs the approvals of gateway tools when no ``approval_secret`` is set (an approved
         #: call runs with the input the model gave, never one a request altered).
         self._own_secret = secrets.token_hex(32)
@@ -153,6 +170,9 @@ class Gateway:
             self.log.info(
                 "tools.ready", servers=len(self.tools.sources), tools=len(self.tools.catalog)
             )
+            if self.durable is not None:  # (the loop's turns are the durable ones)
+                self._recoverer = Recoverer(self, self.durable)
+                self._recoverer.start()
             if self.agent is not None and self.agent.asks and not self.config.approval_secret:
                 self.log.warning(
                     "tools.approvals_signed_per_process",
@@ -217,7 +237,15 @@ class Gateway:
 
     async def drain(self, grace: float) -> None:
         self.draining = True
+        recoverer, self._recoverer = self._recoverer, None
+        if recoverer is not None:  # a stopping instance takes nothing over (it hands over)
+            await recoverer.stop()
         await self.turns.drain(grace)
+        left = [r for r in self.turns.runs if isinstance(r.driver, DurableDriver)]
+        for run in left:  # durable turns not at a checkpoint yet: left now, from their last
+            await run.driver.leave_now()  # type: ignore[attr-defined]
+        if left:
+            await self.turns.drain(1.0)
 
     async def open_turn(
         self,

@@ -3,9 +3,11 @@ running turn — its newest checkpoint, its sequence number and the fence it was
 (:class:`~chunkbridge.gateway.stores.base.CheckpointStore`).
 
 The fence is the whole of the safety: a write carries its writer's fence and lands only where
-the row's is not higher (one conditional upsert, whose row count says whether it did), and a
-takeover raises the row's fence before it reads the checkpoint. So once another instance has
-claimed a turn, nothing its former owner writes — it was paused past its lease, say — lands.
+the row's is not higher (one conditional statement, whose row count says whether it did), and a
+takeover raises the row's fence before it reads the checkpoint. A turn's first checkpoint makes
+its row; every later one must find it — a turn that ended (on another instance) has none. So
+once another instance has claimed a turn, nothing its former owner writes — it was paused past
+its lease, say — lands, before or after the turn's end.
 """
 
 from __future__ import annotations
@@ -34,12 +36,21 @@ class SqlCheckpointStore:
             " SET fence = excluded.fence, seq = excluded.seq, body = excluded.body,"
             " updated_at = excluded.updated_at WHERE cb_turns.fence <= excluded.fence"
         )
+        self._update = (
+            f"UPDATE cb_turns SET seq = ?, body = {json_param}, updated_at = ?"
+            f" WHERE {_KEY} AND fence <= ?"
+        )
 
     async def save(self, key: Key, fence: int, seq: int, body: bytes) -> bool:
-        row = (*key, fence, seq, body.decode(), time.time())
+        now = time.time()
 
         def work(cur: Cursor) -> bool:
-            return bool(cur.execute(self._upsert, row).rowcount)
+            if seq == 1:  # a new turn (the row of an ended one is gone)
+                row = (*key, fence, seq, body.decode(), now)
+                return bool(cur.execute(self._upsert, row).rowcount)
+            # a turn going on: its row must be there (gone: it ended, on another instance)
+            params = (seq, body.decode(), now, *key, fence)
+            return bool(cur.execute(self._update, params).rowcount)
 
         return await self.database.transaction(work)
 

@@ -42,29 +42,31 @@ _PREFIX = "chunkbridge"
 _STOP_CHANNEL = f"{_PREFIX}:stop"
 
 #: One command for a whole flush: an XADD per log (the first half of KEYS) of its buffered
-#: bodies (ARGV), where this instance (the last ARGV) owns the log (the second half of KEYS)
-#: or nobody does — never where another instance took the turn over.
+#: bodies (ARGV), where this instance (ARGV[n + 1]) owns the log (the second half of KEYS) —
+#: or nobody does, for a turn that is not durable (ARGV[n + 1 + i] = '0'): never where another
+#: instance took the turn over, nor, for a durable turn, after it lapsed.
 _XADD_MANY = """
 local n = #KEYS / 2
 local me = ARGV[n + 1]
 for i = 1, n do
   local owner = redis.call('GET', KEYS[n + i])
-  if (not owner) or owner == me then
+  if owner == me or ((not owner) and ARGV[n + 1 + i] == '0') then
     redis.call('XADD', KEYS[i], '*', 'd', ARGV[i])
   end
 end
 return n
 """
 #: The heartbeat: each owner key (KEYS but the last) renewed where it is still this instance's
-#: (ARGV[1]) or nobody's, for ARGV[2] ms; a durable turn's entry in the set of durable turns
-#: (the last KEY) too (ARGV[3 + i]: its member, or ''), scored ARGV[3] (its lease's end). The
-#: indexes of the keys another instance holds now (it took the turn over).
+#: (ARGV[1]) — or nobody's, for a turn that is not durable — for ARGV[2] ms; a durable turn's
+#: entry in the set of durable turns (the last KEY) too (ARGV[3 + i]: its member, or ''),
+#: scored ARGV[3] (its lease's end). The indexes of the turns this instance lost (another took
+#: them over, or may: a durable turn whose lease lapsed).
 _RENEW = """
 local n = #KEYS - 1
 local lost = {}
 for i = 1, n do
   local owner = redis.call('GET', KEYS[i])
-  if (not owner) or owner == ARGV[1] then
+  if owner == ARGV[1] or ((not owner) and ARGV[3 + i] == '') then
     redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
     if ARGV[3 + i] ~= '' then redis.call('ZADD', KEYS[n + 1], ARGV[3], ARGV[3 + i]) end
   else
@@ -74,10 +76,11 @@ end
 return lost
 """
 #: A log's end (KEYS[1]: the log, KEYS[2]: its owner, KEYS[3]: the durable turns), written only
-#: by its owner (ARGV[1]); kept ARGV[2] ms; the turn leaves the durable ones (ARGV[3]).
+#: by its owner (ARGV[1]; or by nobody's, unless the turn is durable: ARGV[4] = '1'); kept
+#: ARGV[2] ms; the turn leaves the durable ones (ARGV[3]).
 _END = """
 local owner = redis.call('GET', KEYS[2])
-if owner and owner ~= ARGV[1] then return 0 end
+if owner ~= ARGV[1] and (owner or ARGV[4] == '1') then return 0 end
 redis.call('XADD', KEYS[1], '*', 'e', '1')
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 redis.call('DEL', KEYS[2])
@@ -119,6 +122,9 @@ class RedisChunkLog:
         self.failed = False
         #: Bytes appended so far (where a durable turn's checkpoint says it is in the log).
         self.written = 0
+        #: A durable turn's log: written only while this instance holds the turn (one that
+        #: is not durable is written on after a lapse of its lease too: nobody takes it).
+        self.strict = key in store.durable
 
     def append(self, body: bytes) -> None:
         self.pending.append(body)
@@ -152,7 +158,8 @@ class RedisChunkLog:
         store, ttl = self.store, int(self.store.ttl * 1000)
         try:
             keys = [self.stream, _base(self.key) + ":owner", DURABLE]
-            await store.end_log(keys=keys, args=[store.instance, ttl, member(self.key)])
+            durable = "1" if self.strict else "0"
+            await store.end_log(keys=keys, args=[store.instance, ttl, member(self.key), durable])
         except (RedisError, OSError) as exc:
             self.store.log.warning("resume.redis_write_failed", error=str(exc)[:200])
 
@@ -260,6 +267,7 @@ class RedisResumeStore:
         readers only ever concatenate them). Logs not yet claimed wait for the next flush."""
         keys: list[str] = []
         owners: list[str] = []
+        strict: list[bytes] = []
         bodies: list[bytes] = []
         waiting: list[RedisChunkLog] = []
         dirty, self._dirty = self._dirty, {}
@@ -271,6 +279,7 @@ class RedisResumeStore:
                 continue
             keys.append(log.stream)
             owners.append(_base(log.key) + ":owner")
+            strict.append(b"1" if log.strict else b"0")
             bodies.append(b"".join(log.pending))
             log.pending.clear()
         for log in waiting:
@@ -278,7 +287,8 @@ class RedisResumeStore:
         if not keys:
             return
         try:
-            await self._xadd_many(keys=keys + owners, args=[*bodies, self.instance])
+            args = [*bodies, self.instance.encode(), *strict]
+            await self._xadd_many(keys=keys + owners, args=args)
         except (RedisError, OSError) as exc:
             for log in dirty:
                 log.failed = True  # the producers' own clients are not affected

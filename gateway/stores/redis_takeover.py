@@ -44,12 +44,13 @@ redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
 return fence
 """
-#: KEYS: the owner key, the durable set; ARGV: this instance, the member. The hold given up
-#: (where it is this instance's), the turn due at once.
+#: KEYS: the owner key, the durable set; ARGV: this instance, the member, now. The hold given
+#: up (where it is this instance's), the turn due at once (its readers wait for the takeover
+#: as after a lapse now).
 _RELEASE = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
-redis.call('ZADD', KEYS[2], 0, ARGV[2])
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[2])
 return 1
 """
 #: Turns looked at per look.
@@ -97,7 +98,8 @@ class RedisTakeovers:
     async def release(self, key: Key) -> bool:
         """Hand ``key`` over (this instance stops): whether it held it."""
         owner, _, durable = self._keys(key)
-        return bool(await self._release(keys=[owner, durable], args=[self.instance, member(key)]))
+        args = [self.instance, member(key), time.time()]
+        return bool(await self._release(keys=[owner, durable], args=args))
 
     async def forget(self, key: Key) -> None:
         """``key`` is no durable turn any more (it ended with no log to end, or it cannot

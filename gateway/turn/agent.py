@@ -25,7 +25,10 @@ step-wise (``TurnOptions.gateway_tools``). The decisions are the sans-I/O
 * a continuation that released gateway calls — approved them, or answered their questions —
   runs them first (again, with the answer), then calls the model;
 * Stop (or a timeout, or the client going away) cancels the running calls: the MCP client sends
-  the server ``notifications/cancelled``, and the guard settles their parts as interrupted.
+  the server ``notifications/cancelled``, and the guard settles their parts as interrupted;
+* each call carries an idempotency key, ``<run>:<step>:<call id>``, the same when another
+  instance runs it again (a durable turn: :mod:`~chunkbridge.gateway.turn.durable`, whose
+  driver records the loop at its boundaries through this one's hooks).
 """
 
 from __future__ import annotations
@@ -63,10 +66,12 @@ class ToolRunner(Protocol):
         progress: Progress | None = None,
         answer: ToolAnswer | None = None,
         sampled: SampleReport | None = None,
+        idempotency_key: str | None = None,
     ) -> Any:
         """A :class:`~chunkbridge.gateway.tools.ToolOutcome`; never raises (but cancellation).
         The call's progress reports go to ``progress``, what its server sampled for it to
-        ``sampled``; ``answer``: the user's answer to the question the call asked before."""
+        ``sampled``; ``answer``: the user's answer to the question the call asked before;
+        ``idempotency_key``: the same on every run of the call (a server may deduplicate)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +91,10 @@ class LoopParts:
     concurrency: int = 8
     #: The turn's trace: a span per model call and per tool call.
     trace: TurnTrace | NoTrace = NO_TRACE
+    #: Whether a call of a tool may run again after a takeover (its replay policy).
+    replays: Callable[[str], bool] = lambda name: False
+    #: The turn's run id (the first part of each call's idempotency key).
+    run_id: str = ""
 
 
 class NotOpened:
@@ -162,11 +171,12 @@ class AgentDriver(TurnDriver):
             if self.turn.done:
                 self.loop.turn_ended()
                 self._cancel_calls()
+        await self._after_run()
 
     # -- dispatch: a completed call starts before its bytes are written ------------------------
 
     async def _write(self, write: Write, body: bytes) -> None:
-        if self.join.ready:
+        if self.join.ready and self.dispatch_early:
             body += encode_chunks(self.turn.emit(self._dispatch(self.join.take_ready())))
         if self._progress and not self.turn.done:
             body += encode_chunks(self.turn.emit(self._reported()))
@@ -177,6 +187,27 @@ class AgentDriver(TurnDriver):
         for call in run:
             self._start(call)
         return out
+
+    # -- what a durable turn does at the loop's boundaries (:mod:`.durable`) ------------------
+
+    #: A completed call starts before its bytes are written (else: when its step ended).
+    dispatch_early = True
+
+    async def _before_results(self, write: Write) -> bool:
+        """The model's step ended: before its calls' results are waited for; ``False``: the
+        turn ends here."""
+        return True
+
+    async def _before_model(self) -> bool:
+        """Before the next model call; ``False``: the turn ends here."""
+        return True
+
+    async def _after_run(self) -> None:
+        """The run is over (the turn ended, or its client went away)."""
+
+    def _key(self, call_id: str) -> str:
+        """A call's idempotency key: the same on every run of it, on any instance."""
+        return f"{self.parts.run_id}:{self.loop.step}:{call_id}"
 
     def _start(self, call: ReadyCall) -> None:
         self._running[call.call_id] = asyncio.create_task(self._call(call))
@@ -198,7 +229,12 @@ class AgentDriver(TurnDriver):
                     self.parts.trace.sampled(span, answer.model, answer.usage, seconds)
 
                 outcome = await self.parts.tools.call(
-                    call.name, _arguments(call), progress, call.answer, sampled
+                    call.name,
+                    _arguments(call),
+                    progress,
+                    call.answer,
+                    sampled,
+                    idempotency_key=self._key(call_id),
                 )
                 if span is not None and outcome.error is not None:
                     span.set_attribute("error.type", "tool_error")
@@ -214,6 +250,8 @@ class AgentDriver(TurnDriver):
 
     async def _next_step(self, write: Write) -> None:
         self.loop.model_finished()
+        if not await self._before_results(write):
+            return
         if not await self._results(write):
             return  # stopped: the run loop writes the ending
         ended = self.join.ended
@@ -224,7 +262,8 @@ class AgentDriver(TurnDriver):
             await self._write(write, encode_chunks(self.turn.close(ending)))
             return
         await self._write(write, encode_chunks(self.turn.emit([{"type": "finish-step"}])))
-        await self._open_model(write)
+        if await self._before_model():
+            await self._open_model(write)
 
     async def _run_released(self, write: Write) -> None:
         """A continuation's answered approvals: the denials and the approved calls' results (in
@@ -234,13 +273,16 @@ class AgentDriver(TurnDriver):
             for call in calls:
                 self._start(call)
             await self._write(write, encode_chunks(self.turn.emit([{"type": "start-step"}])))
+        if not await self._before_results(write):
+            return
         if not await self._results(write):
             return  # stopped: the run loop writes the ending
         ending = self.loop.released_ran()
         if ending is not None:
             await self._write(write, encode_chunks(self.turn.close(ending)))  # asked again
             return
-        await self._open_model(write)
+        if await self._before_model():
+            await self._open_model(write)
 
     async def _open_model(self, write: Write) -> None:
         """Call the model with the message so far; its stream is the next step."""

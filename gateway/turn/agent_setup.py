@@ -142,6 +142,8 @@ class AgentSetup:
             released=released,
             concurrency=self.concurrency,
             trace=trace,
+            replays=self.tools.replay_safe,
+            run_id=turn_input.run_id,
         )
 
 

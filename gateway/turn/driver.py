@@ -113,6 +113,9 @@ class TurnOutcome:
     bytes: int
     #: The end of the model call whose end no one recorded yet (the trace's last span).
     model_end: CloseRequest | None
+    #: Another instance took the turn over, or will (it was handed over): its end is not this
+    #: run's to record.
+    elsewhere: bool = False
 
     @property
     def must_abort(self) -> bool:
@@ -167,6 +170,10 @@ class TurnDriver:
         self._settling = False
         #: The loop is waiting in ``upstream.recv()`` (the only wait the timer may interrupt).
         self._waiting = False
+        #: Another instance took the turn over (a durable turn): nothing more is written.
+        self.lost = False
+        #: A durable turn ended here to go on elsewhere (its instance stops): not its end.
+        self.handed_over = False
 
     @property
     def done(self) -> bool:
@@ -187,6 +194,7 @@ class TurnDriver:
             chunks=self.events_out,
             bytes=self.bytes_out,
             model_end=self._unrecorded_model_end(),
+            elsewhere=self.lost or self.handed_over,
         )
 
     def _unrecorded_model_end(self) -> CloseRequest | None:
@@ -197,6 +205,17 @@ class TurnDriver:
         """End the turn from outside (a shutdown): the loop writes the closing chunks now."""
         self.stop_request = request
         self.upstream.wake()
+
+    def hand_over(self) -> bool:
+        """The instance stops: leave the turn to another instance, if it can go on elsewhere
+        (a durable turn, at its next checkpoint); ``False``: it cannot (then it is stopped)."""
+        return False
+
+    def lose(self) -> None:
+        """Another instance took the turn over: it ends now, and writes nothing more — its
+        closing chunks included (they would be the other instance's stream)."""
+        self.lost = True
+        self.stop(CloseRequest(CloseReason.ABORTED))
 
     def abandon(self, request: CloseRequest) -> None:
         """The turn ends with nobody to write to (its client went away): closed as ``request``
@@ -332,7 +351,7 @@ class TurnDriver:
         return encode_chunks(self.turn.close(CloseRequest(CloseReason.TIMEOUT)))
 
     async def _write(self, write: Write, body: bytes) -> None:
-        if not body:
+        if not body or self.lost or self.handed_over:
             return
         events = body.count(b"\n\n")
         self.events_out += events

@@ -29,13 +29,15 @@ from chunkbridge.gateway.metrics import Metrics
 from chunkbridge.gateway.stores import Stores
 from chunkbridge.gateway.stores.base import Claim, TranscriptStore
 from chunkbridge.gateway.stores.writer import TranscriptWriter
-from chunkbridge.gateway.telemetry import NoTrace, TurnTrace
+from chunkbridge.gateway.telemetry import TRACE_COMMENT, NoTrace, TurnTrace
 from chunkbridge.gateway.transports.base import Upstream
 from chunkbridge.gateway.transports.connectors import Connector
+from chunkbridge.gateway.turn import durable
 from chunkbridge.gateway.turn.agent import AgentDriver, NotOpened
 from chunkbridge.gateway.turn.agent_setup import AgentSetup
 from chunkbridge.gateway.turn.answers import QuestionAnswer, claim_answers, issue_approval
 from chunkbridge.gateway.turn.driver import DriverSettings, TurnDriver
+from chunkbridge.gateway.turn.durable import Checkpointer, DurableDriver, DurableServices
 from chunkbridge.gateway.turn.run import OpenTurns, RunServices, Seat, TurnRun
 from chunkbridge.gateway.turn.transcript import TurnTranscript, stored_request
 from chunkbridge.kit import (
@@ -48,6 +50,7 @@ from chunkbridge.kit import (
 )
 from chunkbridge.protocol_specs.chat_request import ChatRequest
 from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL, approval_signature
+from chunkbridge.translators.core.checkpoint import Checkpoint, Intent, Stage
 from chunkbridge.translators.core.message_assembly import MessageAssembler
 from chunkbridge.translators.core.message_replay import replay_chunks
 from chunkbridge.translators.core.sse_codec import encode_chunks
@@ -77,6 +80,8 @@ class Gateway(Protocol):
     transcript_writer: TranscriptWriter | None
     driver_settings: DriverSettings
     run_services: RunServices
+    #: ``durable = true``: what durable turns share, else ``None``.
+    durable: DurableServices | None
 
     @property
     def approval_secret(self) -> str | None: ...
@@ -106,13 +111,23 @@ class Admission:
     questions: Sequence[QuestionAnswer]
     #: Gateway calls the continuation released (approved, or answered): they run first.
     released: list[ReadyCall] | None
+    #: ``durable = true``: the turn is held and its first checkpoint written.
+    checkpoints: Checkpointer | None = None
+
+    @property
+    def message_id(self) -> str:
+        """The id of the answer: the message continued, or a new one."""
+        return self.request.response_message_id() or f"msg_{self.run_id[:24]}"
 
     async def let_go(self, gateway: Gateway) -> None:
-        """Undo the admission (the turn will not stream): its answers and its seat."""
+        """Undo the admission (the turn will not stream): its answers, its checkpoint and its
+        seat."""
         try:
             if self.answers or self.questions:  # never delivered: they may come again
                 answered: list[Claim] = [*self.answers, *self.questions]
                 await gateway.stores.approvals.release(self.seat.key[0], answered)
+            if self.checkpoints is not None:
+                await self.checkpoints.end()
         finally:
             await self.seat.free()
 
@@ -214,7 +229,50 @@ async def _claim(
         await approvals.release(seat.key[0], [*answers, *questions])
         raise
     model_input = dataclasses.replace(turn_input, request=agent.model_view(request))
-    return dataclasses.replace(admission, turn_input=model_input, released=released)
+    admission = dataclasses.replace(admission, turn_input=model_input, released=released)
+    if gateway.durable is None or seat.resume is None:
+        return admission
+    try:
+        first = _first(admission, gateway.config.target, trace)
+        checkpoints = await durable.begin(gateway.durable, seat.key, first)
+    except BaseException:
+        await approvals.release(seat.key[0], [*answers, *questions])
+        raise
+    return dataclasses.replace(admission, checkpoints=checkpoints)
+
+
+def _first(admission: Admission, target: int, trace: Trace) -> Checkpoint:
+    """A durable turn's first checkpoint: before its first model call (or the calls its
+    continuation released, none of which a takeover runs again)."""
+    header = len(_trace_comment(trace)) + len(_resume_prefix(admission, target))
+    released = admission.released
+    intents = tuple(Intent(c.call_id, c.name, c.input, False, "") for c in released or ())
+    return Checkpoint(
+        seq=1,
+        stage=Stage.CALLING if released is None else Stage.RELEASED,
+        request=admission.request.model_dump(mode="json", exclude_unset=True, by_alias=True),
+        run_id=admission.run_id,
+        message_id=admission.message_id,
+        target=target,
+        message=admission.continued,
+        log_bytes=header,
+        prefix=header,
+        loop={},
+        intents=intents,
+    )
+
+
+def _trace_comment(trace: Trace) -> bytes:
+    """What a turn's chunk log starts with when it is traced (what a resume read links to)."""
+    return TRACE_COMMENT + trace.traceparent.encode() + b"\n\n" if trace.traceparent else b""
+
+
+def _resume_prefix(admission: Admission, target: int) -> bytes:
+    """A continuation's message, replayed first into its chunk log: a fresh page resuming it
+    rebuilds the message it continues."""
+    if admission.seat.resume is None or admission.continued is None:
+        return b""
+    return encode_chunks(replay_chunks(admission.continued, target))
 
 
 # -- connect ---------------------------------------------------------------------------------
@@ -257,19 +315,16 @@ def assemble(
 ) -> TurnRun:
     """The turn, its driver, its transcript and its run."""
     request = admission.request
-    message_id = request.response_message_id() or f"msg_{admission.run_id[:24]}"
+    message_id = admission.message_id
     trace.opened(request.id, message_id)
     options = _translator_options(gateway)
     turn = _turn(gateway, admission, message_id, options)
     driver = _driver(gateway, admission, upstream, turn, options, forward, started, trace)
     transcript = _transcript(gateway, admission, message_id, turn.assembler)
-    prefix = b""
-    if admission.seat.resume is not None and admission.continued is not None:
-        # a fresh page resuming a continuation rebuilds the message it continues first
-        prefix = encode_chunks(replay_chunks(admission.continued, gateway.config.target))
+    prefix = _resume_prefix(admission, gateway.config.target)
     gateway.metrics.requests.labels("200").inc()
     gateway.metrics.active_streams.inc()
-    return TurnRun(
+    run = TurnRun(
         driver,
         admission.seat,
         gateway.run_services,
@@ -280,6 +335,9 @@ def assemble(
         trace=trace,
         resume_prefix=prefix,
     )
+    if admission.checkpoints is not None:  # (its position is in the log's bytes)
+        admission.checkpoints.log = run.chunk_log  # type: ignore[assignment]
+    return run
 
 
 def _turn(
@@ -335,6 +393,16 @@ def _driver(
         gateway.question_secret,
         trace,
     )
+    if admission.checkpoints is not None:
+        return DurableDriver(
+            upstream,
+            turn,
+            settings,
+            parts,
+            admission.checkpoints,
+            started=started,
+            counters=metrics,
+        )
     return AgentDriver(upstream, turn, settings, parts, started=started, counters=metrics)
 
 

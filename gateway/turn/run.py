@@ -27,13 +27,19 @@ import asyncio
 import contextlib
 import time
 from collections import Counter
-from collections.abc import Awaitable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
 from chunkbridge.gateway.errors import TurnInProgress
 from chunkbridge.gateway.metrics import Metrics
-from chunkbridge.gateway.stores.base import ApprovalLedger, Key, ResumeLog, ResumeStore
+from chunkbridge.gateway.stores.base import (
+    ApprovalLedger,
+    Key,
+    ResumeLog,
+    ResumeStore,
+    Stoppable,
+)
 from chunkbridge.gateway.telemetry import NO_TRACE, TRACE_COMMENT, NoTrace, TurnTrace
 from chunkbridge.gateway.turn.answers import issued_question
 from chunkbridge.gateway.turn.driver import TurnDriver, TurnOutcome, Write
@@ -142,7 +148,10 @@ class TurnRun:
         transcript: TurnTranscript | None = None,
         trace: TurnTrace | NoTrace = NO_TRACE,
         resume_prefix: bytes = b"",
+        open_log: Callable[[Stoppable], ResumeLog] | None = None,
     ) -> None:
+        """``open_log``: the chunk log this run writes on (a durable turn taken over from
+        another instance) instead of a new one."""
         self.driver = driver
         self.seat = seat
         self.key = seat.key
@@ -164,7 +173,11 @@ class TurnRun:
         self.transcript = transcript
         #: With resume on: every body written also goes here, for readers that (re)join.
         self.chunk_log: ResumeLog | None = (
-            resume.begin(self.key, self) if resume is not None else None
+            open_log(self)
+            if open_log is not None
+            else resume.begin(self.key, self)
+            if resume is not None
+            else None
         )
         if self.chunk_log is not None and trace.traceparent:  # what a resume read links to
             self.chunk_log.append(TRACE_COMMENT + trace.traceparent.encode() + b"\n\n")
@@ -181,6 +194,9 @@ class TurnRun:
         if not await until_first(self.driver.run(self._tee(write)), gone):
             self.client_disconnected = True
             return False
+        if self.driver.outcome().elsewhere:  # it goes on on another instance
+            await self._free()
+            return True
         if self.chunk_log is not None:
             self.chunk_log.append(DONE_FRAME)
         if self.transcript is not None:  # before the session is free and the stream ends
@@ -196,8 +212,10 @@ class TurnRun:
 
     def shutdown(self) -> None:
         """End the turn now (a drain): the client gets a valid ending, the upstream the abort
-        frame."""
-        self.driver.stop(_SHUTDOWN)
+        frame — unless it goes on on another instance (a durable turn, handed over at its next
+        checkpoint)."""
+        if not self.driver.hand_over():
+            self.driver.stop(_SHUTDOWN)
 
     def stop(self) -> bool:
         """End the turn as a client abort would (a stop request, the socket's ``abort``
@@ -207,6 +225,10 @@ class TurnRun:
         self.trace.event("chunkbridge.stop")
         self.driver.stop(_ABORTED)
         return True
+
+    def lost(self) -> None:
+        """Another instance took the turn over: it ends here, unheard."""
+        self.driver.lose()
 
     def _tee(self, write: Write) -> Write:
         """``write`` that also puts what it writes into the chunk log, if there is one (a list
@@ -244,7 +266,7 @@ class TurnRun:
         driver = self.driver
         try:
             await driver.run(self._tee(_discard))  # nobody reads: into the log only
-            if self.chunk_log is not None:
+            if self.chunk_log is not None and not driver.outcome().elsewhere:
                 self.chunk_log.append(DONE_FRAME)
         finally:
             await driver.aclose(abort=driver.outcome().abandoned)
@@ -265,10 +287,14 @@ class TurnRun:
 
     def _ended(self) -> None:
         outcome = self.driver.outcome()
-        if self.transcript is not None:  # an abort, a detached turn's end (once)
-            self.transcript.end(outcome.close_reason)
-        if self.chunk_log is not None:
-            self.chunk_log.finish()
+        if outcome.elsewhere:  # its end is the other instance's to record
+            if self.chunk_log is not None:
+                self.chunk_log.leave()
+        else:
+            if self.transcript is not None:  # an abort, a detached turn's end (once)
+                self.transcript.end(outcome.close_reason)
+            if self.chunk_log is not None:
+                self.chunk_log.finish()
         self.seat.turns.ended(self)
         self._log_end(outcome)
 

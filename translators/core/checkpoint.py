@@ -87,8 +87,10 @@ class Checkpoint:
     loop: dict[str, Any]
     #: ``results``: the model step's ending (``finish_reason``, ``message_metadata``).
     ended: dict[str, Any] | None = None
-    #: ``results`` / ``released``: the calls being sent.
+    #: ``results`` / ``released``: the calls being sent — or, with ``sent`` false, about to
+    #: be: their instance stopped on purpose before it sent them (they all run after it).
     intents: tuple[Intent, ...] = ()
+    sent: bool = True
     #: Takeovers of this turn so far; takeovers from this checkpoint in a row.
     recoveries: int = 0
     retries: int = 0

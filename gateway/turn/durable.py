@@ -1,0 +1,319 @@
+"""Durable loop turns, the owner's side (``durable = true``): the checkpoints a turn writes as it
+goes (:class:`~chunkbridge.translators.core.checkpoint.Checkpoint`), under its fence.
+
+A durable turn is held in Redis (:class:`~chunkbridge.gateway.stores.redis_takeover.
+RedisTakeovers`: its owner key, renewed with the chunk log's lease, and a fence raised by every
+hold) and checkpointed in the transcript's database
+(:class:`~chunkbridge.gateway.stores.base.CheckpointStore`). :func:`begin` holds a new turn and
+writes its first checkpoint before its first model call; the agent loop then writes one at each
+boundary through its :class:`Checkpointer`, each made durable — the chunk log flushed up to it,
+the row written — before what it guards is done (the model called, the calls sent). A write
+refused because a higher fence holds the row means another instance took the turn over: the
+loop hears :class:`Fenced` and the turn ends here without a word
+(:meth:`~chunkbridge.gateway.turn.driver.TurnDriver.lose`).
+
+Tests make an instance kill itself at a chosen checkpoint (``CB_FAULT_KILL_AT``: ``N`` — before
+the N-th checkpoint write of the process — or ``N:after``), to test recovery at points a signal
+from outside could not hit reliably (not a ``CHUNKBRIDGE_`` variable: no setting of a
+deployment).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from chunkbridge.gateway.logging import get_logger
+from chunkbridge.gateway.stores.base import CheckpointStore, Key, StoreUnavailable
+from chunkbridge.gateway.stores.redis_resume import RedisResumeStore
+from chunkbridge.gateway.stores.redis_takeover import RedisTakeovers
+from chunkbridge.gateway.transports.base import Upstream
+from chunkbridge.gateway.turn.agent import AgentDriver, LoopParts
+from chunkbridge.gateway.turn.driver import DriverSettings, Totals, Write
+from chunkbridge.translators.core.agent_loop import AgentLoop, LoopPhase
+from chunkbridge.translators.core.checkpoint import Checkpoint, Intent, Stage
+from chunkbridge.translators.core.closing import CloseReason, CloseRequest
+from chunkbridge.translators.core.event_translator import Chunk
+from chunkbridge.translators.core.sse_codec import encode_chunks
+from chunkbridge.translators.core.steps import ReadyCall
+from chunkbridge.translators.core.turn import Turn
+
+__all__ = ["Checkpointer", "DurableDriver", "DurableServices", "Fenced", "FaultPlan", "begin"]
+
+_FAULT_VARIABLE = "CB_FAULT_KILL_AT"
+
+
+class Fenced(Exception):
+    """Another instance took the turn over: this one must not go on with it."""
+
+
+class DurableLog(Protocol):
+    """The chunk log as a checkpoint needs it (the ``redis`` resume store's)."""
+
+    #: Bytes appended so far.
+    written: int
+
+    async def flushed(self) -> None:
+        """Everything appended so far is stored."""
+
+
+@dataclass(slots=True)
+class FaultPlan:
+    """Where this process kills itself, for recovery tests (see the module); ``at = 0``: never."""
+
+    at: int = 0
+    after: bool = False
+    #: Checkpoint writes this process made.
+    count: int = 0
+
+    @classmethod
+    def from_environment(cls) -> FaultPlan:
+        value = os.environ.get(_FAULT_VARIABLE, "")
+        number, _, when = value.partition(":")
+        return cls(int(number), when == "after") if number.isdigit() else cls()
+
+    def point(self, after: bool) -> None:
+        """At a checkpoint write (before it, or after it): the process dies here if planned."""
+        if not after:
+            self.count += 1
+        if self.at and self.count == self.at and self.after == after:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+@dataclass(frozen=True, slots=True)
+class DurableServices:
+    """What every durable turn of a gateway shares."""
+
+    checkpoints: CheckpointStore
+    takeovers: RedisTakeovers
+    #: The chunk logs (read and written on by a takeover).
+    resume: RedisResumeStore
+    #: Takeovers from one checkpoint in a row before the turn ends with an error.
+    max_recoveries: int
+    fault: FaultPlan
+
+
+class Checkpointer:
+    """One durable turn's checkpoints, written under its fence (see the module)."""
+
+    def __init__(self, services: DurableServices, key: Key, fence: int, last: Checkpoint) -> None:
+        self.services = services
+        self.key = key
+        self.fence = fence
+        #: The newest checkpoint written.
+        self.last = last
+        #: The turn's chunk log (set once the run that writes it exists).
+        self.log: DurableLog | None = None
+        self._log = get_logger("chunkbridge.durable")
+
+    async def save(
+        self,
+        stage: Stage,
+        loop: AgentLoop,
+        message: dict[str, Any] | None,
+        *,
+        ended: dict[str, Any] | None = None,
+        intents: tuple[Intent, ...] = (),
+        sent: bool = True,
+    ) -> None:
+        """The turn is at ``stage``: recorded before the caller goes on; :class:`Fenced` when
+        another instance holds the turn. A store that fails is logged and the turn goes on
+        (its answer matters more than its recovery)."""
+        written = self.log.written if self.log is not None else self.last.log_bytes
+        checkpoint = self.last.next(
+            stage,
+            loop=loop.state(),
+            message=message,
+            log_bytes=written,
+            ended=ended,
+            intents=intents,
+            sent=sent,
+        )
+        await self.write(checkpoint)
+
+    async def write(self, checkpoint: Checkpoint) -> None:
+        fault = self.services.fault
+        fault.point(after=False)
+        try:
+            if self.log is not None:
+                await self.log.flushed()
+            saved = await self.services.checkpoints.save(
+                self.key, self.fence, checkpoint.seq, checkpoint.to_json()
+            )
+        except (StoreUnavailable, OSError) as exc:
+            self._log.warning(
+                "turn.checkpoint_failed", session_id=self.key[0], error=str(exc)[:200]
+            )
+            return
+        if not saved:
+            raise Fenced(f"the turn is held under a higher fence than {self.fence}")
+        self.last = checkpoint
+        fault.point(after=True)
+
+    async def release(self) -> None:
+        """This instance stops: the turn is left to another one at once (not after its
+        lease), from this checkpoint."""
+        try:
+            if self.log is not None:
+                await self.log.flushed()
+            await self.services.takeovers.release(self.key)
+        except Exception as exc:  # then it is taken over when its lease lapses
+            self._log.warning("turn.release_failed", session_id=self.key[0], error=str(exc)[:200])
+        get_logger("chunkbridge.durable").info("turn.handed_over", session_id=self.key[0])
+
+    async def end(self) -> None:
+        """The turn ended here: its checkpoint goes (once its end is in the log: a takeover
+        that finds no checkpoint finds the end)."""
+        try:
+            if self.log is not None:
+                await self.log.flushed()
+            await self.services.checkpoints.forget(self.key, self.fence)
+        except (StoreUnavailable, OSError) as exc:
+            self._log.warning(
+                "turn.checkpoint_failed", session_id=self.key[0], error=str(exc)[:200]
+            )
+
+
+async def begin(services: DurableServices, key: Key, first: Checkpoint) -> Checkpointer | None:
+    """Hold a new durable turn and write its first checkpoint (before its first model call);
+    ``None`` when it cannot be held or recorded (then it runs as a turn that is not durable,
+    said in a log line)."""
+    log = get_logger("chunkbridge.durable")
+    try:
+        fence = await services.takeovers.own(key)
+    except Exception as exc:  # Redis: the turn runs, without a recovery
+        log.warning("turn.not_durable", session_id=key[0], error=str(exc)[:200])
+        return None
+    if not fence:
+        log.warning("turn.not_durable", session_id=key[0], error="held by another instance")
+        return None
+    checkpointer = Checkpointer(services, key, fence, first)
+    try:
+        await checkpointer.write(first)
+    except Fenced:
+        return None
+    services.resume.durable.add(key)  # (its lease renews its entry among the durable turns)
+    return checkpointer
+
+
+class DurableDriver(AgentDriver):
+    """The agent loop of a durable turn: it records itself at the loop's boundaries (see the
+    module). Its calls are sent when their step ended and is recorded (one record per step,
+    not per call); a takeover starts it where the checkpoint says
+    (:mod:`~chunkbridge.gateway.turn.takeover`)."""
+
+    dispatch_early = False
+
+    def __init__(
+        self,
+        upstream: Upstream,
+        turn: Turn,
+        settings: DriverSettings,
+        parts: LoopParts,
+        checkpoints: Checkpointer,
+        *,
+        started: float | None = None,
+        counters: Totals | None = None,
+    ) -> None:
+        super().__init__(upstream, turn, settings, parts, started=started, counters=counters)
+        self.checkpoints = checkpoints
+        #: A takeover: the step's calls were recorded already.
+        self._recorded = False
+        #: A takeover: results of the calls that will not run again, written first.
+        self._interrupted: list[Chunk] = []
+        #: The instance stops: the turn is left to another at its next checkpoint.
+        self._leaving = False
+
+    def hand_over(self) -> bool:
+        self._leaving = True
+        return True
+
+    async def leave_now(self) -> None:
+        """The instance stops now (its drain is over): the turn is left to another instance
+        from its last checkpoint, whatever it was doing."""
+        if not self.turn.done and not self.handed_over and not self.lost:
+            await self._leave()
+
+    def resume_calls(self, again: list[ReadyCall], interrupted: list[ReadyCall]) -> None:
+        """A takeover while the step's calls ran (or were about to): ``again`` run again —
+        the same idempotency keys — and ``interrupted`` end with an error result saying so."""
+        self._recorded = True
+        self._interrupted = [self.loop.result(c, _Interrupted()) for c in interrupted]
+        for call in again:
+            self._start(call)
+
+    async def _before_results(self, write: Write) -> bool:
+        if self._interrupted:
+            chunks, self._interrupted = self._interrupted, []
+            if not self.turn.guard.in_step:
+                chunks.insert(0, {"type": "start-step"})
+            await self._write(write, encode_chunks(self.turn.emit(chunks)))
+        recorded, self._recorded = self._recorded, False
+        if recorded or self.loop.phase is not LoopPhase.RESULTS:
+            return True  # (a continuation's released calls were recorded before it opened)
+        return await self._record_step(write)
+
+    async def _record_step(self, write: Write) -> bool:
+        """The step's calls recorded with its ending, then sent: a takeover never asks the
+        model for this step again, and sends again only the calls their policy allows."""
+        run, out = self.loop.dispatch(self.join.take_ready())
+        if out:
+            await self._write(write, encode_chunks(self.turn.emit(out)))
+        ended = self.join.ended
+        assert ended is not None
+        replays = self.parts.replays
+        intents = tuple(
+            Intent(c.call_id, c.name, c.input, replays(c.name), self._key(c.call_id)) for c in run
+        )
+        metadata = ended.message_metadata
+        recorded = await self._checkpoint(
+            Stage.RESULTS,
+            ended={"finish_reason": ended.finish_reason, "metadata": metadata},
+            intents=intents,
+        )
+        if recorded:
+            for call in run:
+                self._start(call)
+        return recorded
+
+    async def _before_model(self) -> bool:
+        return await self._checkpoint(Stage.CALLING)
+
+    async def _checkpoint(self, stage: Stage, **recorded: Any) -> bool:
+        """Record where the turn is; ``False`` when another instance took it over (then it
+        ends here, unheard)."""
+        leaving = self._leaving
+        if leaving and stage is Stage.RESULTS:
+            recorded["sent"] = False  # (the calls wait for the instance going on with it)
+        try:
+            await self.checkpoints.save(stage, self.loop, self._message(), **recorded)
+        except Fenced:
+            self.lose()
+            return False
+        if leaving:  # recorded: another instance goes on from here
+            await self._leave()
+            return False
+        return True
+
+    async def _leave(self) -> None:
+        self.handed_over = True
+        self._cancel_calls()
+        self.stop(CloseRequest(CloseReason.SHUTDOWN))
+        await self.checkpoints.release()
+
+    async def _after_run(self) -> None:
+        if self.turn.done and not self.lost and not self.handed_over:
+            await self.checkpoints.end()
+
+
+class _Interrupted:
+    """The outcome of a call cut off by its instance's death that may not run again."""
+
+    output: Any = None
+    error: str | None = (
+        "The call was interrupted (the gateway instance running it stopped) and may have "
+        "partly run; it was not run again."
+    )
+    asks: Any = None

@@ -40,8 +40,18 @@ SERVER = ROOT / "tests" / "mcp" / "durable_server.py"
 FINAL = " ".join(f"word{i}" for i in range(40)) + "."
 
 
+#: Steps of a long turn (a session named ``long…``): a lookup in each but the last.
+LONG = 10
+
+
 def steps(session: str) -> list[tuple[str, list[Any]]]:
-    """The three steps of ``session``'s turn: (text, calls)."""
+    """The steps of ``session``'s turn: (text, calls) — three (look up, charge, answer), or
+    :data:`LONG` for a ``long…`` session (a lookup in each but the last)."""
+    if session.startswith("long"):
+        looks = [
+            (f"Step {n}.", [(f"call_{n}", "lookup", {"query": session})]) for n in range(1, LONG)
+        ]
+        return [*looks, (FINAL, [])]
     return [
         ("Let me look that up.", [("call_look", "lookup", {"query": session})]),
         ("Now the charge.", [("call_charge", "charge", {"session": session})]),
@@ -86,7 +96,7 @@ class Model:
         step = orjson.dumps(body["messages"]).count(b'"tool_result"') + 1
         session = session_of(body)
         self.requests.append((time.time(), session, step))
-        return sse_response(frames(session, min(step, 3)), self.pause)
+        return sse_response(frames(session, min(step, len(steps(session)))), self.pause)
 
     def steps_of(self, session: str) -> list[int]:
         return [step for _, s, step in self.requests if s == session]
@@ -173,6 +183,7 @@ def durable_world(
     count: int = 2,
     lease: float = 1.5,
     slow: float = 0.6,
+    extra: tuple[str, ...] = (),
 ) -> Iterator[tuple[Model, Cluster, Path]]:
     """The model, ``count`` started instances (``store``: the store's flags), and the MCP
     servers' execution log."""
@@ -195,6 +206,7 @@ def durable_world(
             *("--upstream", upstream, "--durable", "--owner-lease", str(lease)),
             *("--resume", "redis", "--redis-url", redis_url, *store),
             *("--approval-secret", "s" * 32, "--log-level", "info", "--drain-timeout", "5"),
+            *extra,
         ]
         cluster = Cluster(args, count)
         try:
@@ -295,3 +307,63 @@ def executions_of(log: Path) -> list[Execution]:
         event, tool, session, key, at = line.split()
         out.append(Execution(event, tool, session, key, float(at)))
     return out
+
+
+def postgres(url: str) -> list[str]:
+    return ["--store", "postgres", "--store-url", url]
+
+
+def check_turn(
+    session: str,
+    follower: Follower,
+    verdicts: dict[int, Any],
+    model: Model,
+    executions: list[Execution],
+) -> int:
+    """Every check of one turn's followed stream; its recoveries."""
+    assert follower.status == 200, (session, follower.status, follower.body[-300:])
+    assert follower.body.endswith(b"data: [DONE]\n\n"), (session, follower.body[-300:])
+    chunks = follower.chunks
+    assert not [c for c in chunks if c["type"] == "error"], (session, chunks[-5:])
+    for major, verdict in verdicts.items():
+        assert verdict.ok, (session, major, verdict.fatal)
+    message = verdicts[7].message
+    text = "".join(p["text"] for p in message["parts"] if p["type"] == "text")
+    for said in ("Let me look that up.", "Now the charge.", FINAL):
+        assert text.count(said) == 1, (session, text)
+    parts = {p["toolCallId"]: p for p in message["parts"] if "toolCallId" in p}
+    assert parts["call_look"]["state"] == "output-available", (session, parts["call_look"])
+    charge = parts["call_charge"]
+    if charge["state"] == "output-error":
+        assert "interrupted" in charge["errorText"], (session, charge)
+    else:
+        assert charge["state"] == "output-available", (session, charge)
+    ran = [e for e in executions if e.session == session and e.event == "start"]
+    charges = [e for e in ran if e.tool == "charge"]
+    assert len(charges) <= 1, (session, charges)  # never twice
+    looks = [e for e in ran if e.tool == "lookup"]
+    assert looks and len({e.key for e in looks}) == 1, (session, looks)  # again: the same key
+    assert model.steps_of(session)[-1] == 3, (session, model.steps_of(session))
+    finish = [c for c in chunks if c["type"] == "finish"][-1]
+    recoveries: int = finish["messageMetadata"]["agentLoop"].get("recoveries", 0)
+    return recoveries
+
+
+def shown(message: dict[str, Any]) -> list[tuple[str, Any]]:
+    """What a message shows: its texts, its calls' states and outputs."""
+    return [
+        (p["type"], p.get("text") or (p.get("state"), p.get("output"), p.get("errorText")))
+        for p in message["parts"]
+        if p["type"] == "text" or "toolCallId" in p
+    ]
+
+
+def resumed_within(
+    session: str, model: Model, executions: list[Execution], killed: float, limit: float
+) -> None:
+    """The turn's next model request or tool call after ``killed`` came within ``limit``."""
+    after = [at for at, s, _ in model.requests if s == session and at > killed]
+    after += [e.at for e in executions if e.session == session and e.event == "start"]
+    after = [at for at in after if at > killed]
+    if after:
+        assert min(after) - killed <= limit, (session, min(after) - killed)

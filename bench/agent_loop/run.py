@@ -9,6 +9,10 @@ Every turn's body must hold the 4 tool results, ``finishReason: "stop"`` and ``[
 Everything listens on 127.0.0.1; every process is stopped at the end (and each wait is bounded).
 
     .venv/bin/python bench/agent_loop/run.py            # TURNS=400 CONCURRENCY=16
+
+With ``DURABLE`` (the default), two more rows: chunkbridge with ``resume = redis`` and ``store =
+sqlite`` (a redis-server of the run's own), without and with ``durable = true`` — what durable
+turns cost (their checkpoints; calls sent at their step's end), as a ratio to them switched off.
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ CONCURRENCY = int(os.environ.get("CONCURRENCY", 16))
 WARMUP = int(os.environ.get("WARMUP", 40))
 LATENCY_TURNS = int(os.environ.get("LATENCY_TURNS", 100))
 TICKS = os.sysconf("SC_CLK_TCK")
+#: Also measure ``durable = true`` against the same stores without it (DURABLE=0: not).
+DURABLE = os.environ.get("DURABLE", "1") != "0"
 
 
 def free_port() -> int:
@@ -241,6 +247,7 @@ def main() -> int:
         ]
         with started(chunkbridge, port, logs / "chunkbridge.log") as proc:
             rows.append(measure("chunkbridge", proc, f"http://127.0.0.1:{port}", mcp))
+        durable_rows = durable(chunkbridge, logs, mcp) if DURABLE else []
         port = free_port()
         node = ["node", str(HERE / "node_loop.mjs")]
         env = {"PORT": str(port), "UPSTREAM_HTTP": upstream, "MCP_URL": f"{mcp}/mcp"}
@@ -249,16 +256,20 @@ def main() -> int:
         floor = asyncio.run(sdk_floor(mcp))
         floor_ours = asyncio.run(sdk_floor(mcp, ours=True))
     ours, theirs = rows
-    ratios = {
-        key: ours[key] / theirs[key]
-        for key in ("turns_per_s", "cpu_ms_per_turn", "dispatch_ms_p50", "turn_ms_p50_alone")
-    }
+    keys = ("turns_per_s", "cpu_ms_per_turn", "dispatch_ms_p50", "turn_ms_p50_alone")
+    ratios = {key: ours[key] / theirs[key] for key in keys}
+    durable_ratios = {}
+    if durable_rows:  # durable = true beside the same stores without it: its own cost
+        off, on = durable_rows
+        durable_ratios = {key: on[key] / off[key] for key in keys}
+        rows += durable_rows
     report = {
         "turns": TURNS,
         "concurrency": CONCURRENCY,
         "latency_turns": LATENCY_TURNS,
         "rows": rows,
         "ratios": ratios,
+        "durable_ratios": durable_ratios,
         "sdk_floor_ms_p50": floor,
         "sdk_floor_ms_p50_our_transport": floor_ours,
         "logs": str(logs),
@@ -284,7 +295,28 @@ def main() -> int:
         f"the mcp SDK's own call_tool -> server p50: {floor:.2f} ms ({floor_ours:.2f} over "
         f"the gateway's HTTP transport)\nreport: {out}"
     )
+    if durable_ratios:
+        said = ", ".join(f"{key} x{value:.2f}" for key, value in durable_ratios.items())
+        print(f"durable on / off (resume = redis, store = sqlite both): {said}")
     return 0 if all(r["ok"] == r["turns"] for r in rows) else 1
+
+
+def durable(chunkbridge: list[str], logs: Path, mcp: str) -> list[dict[str, Any]]:
+    """chunkbridge with ``resume = redis`` and ``store = sqlite``, without and with ``durable``
+    (a redis-server of its own, Debian's, in the run's folder)."""
+    redis_port = free_port()
+    redis = ["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1"]
+    redis += ["--dir", str(logs), "--save", "", "--appendonly", "no"]
+    rows = []
+    with started(redis, redis_port, logs / "redis.log"):
+        for name, flags in (("chunkbridge +redis +sqlite", []), ("... +durable", ["--durable"])):
+            port = free_port()
+            store = ["--store", "sqlite", "--store-path", str(logs / f"{port}.db")]
+            args = [*chunkbridge[:-1], str(port), "--resume", "redis", "--redis-url"]
+            args += [f"redis://127.0.0.1:{redis_port}/0", *store, *flags]
+            with started(args, port, logs / f"chunkbridge-{port}.log") as proc:
+                rows.append(measure(name, proc, f"http://127.0.0.1:{port}", mcp))
+    return rows
 
 
 if __name__ == "__main__":

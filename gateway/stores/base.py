@@ -13,6 +13,7 @@ __all__ = [
     "ANSWERED",
     "ApprovalLedger",
     "CheckpointStore",
+    "Claimed",
     "ChunkSink",
     "Claim",
     "Key",
@@ -205,6 +206,17 @@ class TranscriptStore(Protocol):
     async def aclose(self) -> None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class Claimed:
+    """A durable turn's checkpoint as a takeover claims it, with the takeovers it had: in all,
+    and from this checkpoint in a row (counted by the claim itself, so a taker that dies at
+    once is counted too)."""
+
+    body: bytes
+    recoveries: int
+    retries: int
+
+
 class CheckpointStore(Protocol):
     """Where durable turns record their checkpoints (``durable = true``: the transcript's
     database), one per running turn, written under a *fence*: the number of the instance's
@@ -215,9 +227,10 @@ class CheckpointStore(Protocol):
     async def save(self, key: Key, fence: int, seq: int, body: bytes) -> bool:
         """Write the turn's checkpoint; ``False``: a higher fence holds it (nothing written)."""
 
-    async def claim(self, key: Key, fence: int) -> bytes | None:
-        """Hold the turn under ``fence`` from now on (the lower ones' writes fail): its
-        checkpoint, or ``None`` when there is none or a fence as high holds it."""
+    async def claim(self, key: Key, fence: int) -> Claimed | None:
+        """Hold the turn under ``fence`` from now on (the lower ones' writes fail), counting
+        the takeover: its checkpoint, or ``None`` when there is none or a fence as high holds
+        it."""
 
     async def forget(self, key: Key, fence: int) -> None:
         """The turn ended: its checkpoint goes (unless a higher fence holds it)."""

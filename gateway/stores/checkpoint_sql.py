@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 
-from chunkbridge.gateway.stores.base import Key
+from chunkbridge.gateway.stores.base import Claimed, Key
 from chunkbridge.gateway.stores.transcript_sql import Cursor, Database
 
 __all__ = ["SqlCheckpointStore"]
@@ -34,11 +34,13 @@ class SqlCheckpointStore:
             "INSERT INTO cb_turns (session_id, chat_id, fence, seq, body, updated_at)"
             f" VALUES (?, ?, ?, ?, {json_param}, ?) ON CONFLICT (session_id, chat_id) DO UPDATE"
             " SET fence = excluded.fence, seq = excluded.seq, body = excluded.body,"
-            " updated_at = excluded.updated_at WHERE cb_turns.fence <= excluded.fence"
+            " recoveries = 0, retries = 0, updated_at = excluded.updated_at"
+            " WHERE cb_turns.fence <= excluded.fence"
         )
+        # (a checkpoint past the one a takeover started from: its takeovers in a row are over)
         self._update = (
-            f"UPDATE cb_turns SET seq = ?, body = {json_param}, updated_at = ?"
-            f" WHERE {_KEY} AND fence <= ?"
+            f"UPDATE cb_turns SET retries = CASE WHEN seq = ? THEN retries ELSE 0 END,"
+            f" seq = ?, body = {json_param}, updated_at = ? WHERE {_KEY} AND fence <= ?"
         )
 
     async def save(self, key: Key, fence: int, seq: int, body: bytes) -> bool:
@@ -49,22 +51,26 @@ class SqlCheckpointStore:
                 row = (*key, fence, seq, body.decode(), now)
                 return bool(cur.execute(self._upsert, row).rowcount)
             # a turn going on: its row must be there (gone: it ended, on another instance)
-            params = (seq, body.decode(), now, *key, fence)
+            params = (seq, seq, body.decode(), now, *key, fence)
             return bool(cur.execute(self._update, params).rowcount)
 
         return await self.database.transaction(work)
 
-    async def claim(self, key: Key, fence: int) -> bytes | None:
+    async def claim(self, key: Key, fence: int) -> Claimed | None:
         body_text = self.database.body_text
 
-        def work(cur: Cursor) -> bytes | None:
+        def work(cur: Cursor) -> Claimed | None:
             raised = cur.execute(
-                f"UPDATE cb_turns SET fence = ? WHERE {_KEY} AND fence < ?", (fence, *key, fence)
+                "UPDATE cb_turns SET fence = ?, recoveries = recoveries + 1,"
+                f" retries = retries + 1 WHERE {_KEY} AND fence < ?",
+                (fence, *key, fence),
             )
             if not raised.rowcount:
                 return None
-            row = cur.execute(f"SELECT {body_text} FROM cb_turns WHERE {_KEY}", key).fetchone()
-            return None if row is None else str(row[0]).encode()
+            row = cur.execute(
+                f"SELECT {body_text}, recoveries, retries FROM cb_turns WHERE {_KEY}", key
+            ).fetchone()
+            return None if row is None else Claimed(str(row[0]).encode(), row[1], row[2])
 
         return await self.database.transaction(work)
 

@@ -98,7 +98,7 @@ class RedisTakeovers:
     async def release(self, key: Key) -> bool:
         """Hand ``key`` over (this instance stops): whether it held it."""
         owner, _, durable = self._keys(key)
-        args = [self.instance, member(key), time.time()]
+        args: list[str | float] = [self.instance, member(key), time.time()]
         return bool(await self._release(keys=[owner, durable], args=args))
 
     async def forget(self, key: Key) -> None:

@@ -47,7 +47,6 @@ from chunkbridge.gateway.turn.durable import (
     Checkpointer,
     DurableDriver,
     DurableServices,
-    Fenced,
 )
 from chunkbridge.gateway.turn.opening import Gateway
 from chunkbridge.gateway.turn.run import Seat, TurnRun
@@ -116,34 +115,29 @@ async def take_over(gateway: Gateway, services: DurableServices, key: Any, fence
     log = get_logger("chunkbridge.durable")
     started = time.monotonic()
     try:
-        body = await services.checkpoints.claim(key, fence)
+        claimed = await services.checkpoints.claim(key, fence)
         entries = await services.resume.entries(key)
     except Exception as exc:  # the stores: the lease lapses again, another look retries
         log.warning("turn.takeover_failed", session_id=key[0], error=str(exc)[:200])
         return
-    if body is None or entries is None:  # it ended meanwhile, or with its log only
+    if claimed is None or entries is None:  # it ended meanwhile, or with its log only
         await _settle(services, key, fence, entries)
         return
-    checkpoint = Checkpoint.from_json(body).taken_over()
-    data = b"".join(entries)
-    checkpointer = Checkpointer(services, key, fence, checkpoint)
-    try:
-        await checkpointer.write(checkpoint)
-    except Fenced:
-        return
-    if checkpoint.retries > services.max_recoveries or gateway.agent is None:
-        await _give_up(gateway, key, checkpointer)
+    checkpointer = Checkpointer(services, key, fence, Checkpoint.from_json(claimed.body))
+    if claimed.retries > services.max_recoveries or gateway.agent is None:
+        await _give_up(gateway, key, checkpointer, claimed.recoveries)
         return
     log.info(
         "turn.taken_over",
         session_id=key[0],
         chat_id=key[1],
-        stage=checkpoint.stage.value,
-        recoveries=checkpoint.recoveries,
+        stage=checkpointer.last.stage.value,
+        recoveries=claimed.recoveries,
         seconds=round(time.monotonic() - started, 3),
     )
     gateway.metrics.takeovers.inc()
-    run = await _resumed_run(gateway, gateway.agent, key, checkpointer, data)
+    data = b"".join(entries)
+    run = await _resumed_run(gateway, gateway.agent, key, checkpointer, data, claimed.recoveries)
     if run is not None:
         run.client_disconnected = True  # nobody reads here: into the log only
         await run.end()
@@ -155,6 +149,7 @@ async def _resumed_run(
     key: Any,
     checkpointer: Checkpointer,
     data: bytes,
+    recoveries: int,
 ) -> TurnRun | None:
     """The turn rebuilt from its checkpoint and its log, ready to go on (see the module)."""
     checkpoint = checkpointer.last
@@ -183,7 +178,7 @@ async def _resumed_run(
     loop = parts.loop
     if checkpoint.loop:
         loop.restore(checkpoint.loop)
-    loop.recoveries = checkpoint.recoveries
+    loop.recoveries = recoveries
     upstream: Upstream = NotOpened()
     if checkpoint.stage is Stage.CALLING:
         message = checkpoint.message
@@ -356,14 +351,11 @@ async def _settle(
         await services.takeovers.forget(key)
 
 
-async def _give_up(gateway: Gateway, key: Any, checkpointer: Checkpointer) -> None:
+async def _give_up(gateway: Gateway, key: Any, checkpointer: Checkpointer, recoveries: int) -> None:
     """The turn died at the same point too often: it ends with an error."""
     services = checkpointer.services
     get_logger("chunkbridge.durable").error(
-        "turn.recovery_exhausted",
-        session_id=key[0],
-        chat_id=key[1],
-        recoveries=checkpointer.last.recoveries,
+        "turn.recovery_exhausted", session_id=key[0], chat_id=key[1], recoveries=recoveries
     )
     gateway.metrics.recoveries_exhausted.inc()
     log = services.resume.rejoin(key, _Ended())

@@ -20,9 +20,8 @@ Checkpoints are written at the loop's boundaries, each before what it guards is 
 * ``released`` — before a continuation's approved or answered calls run: a takeover runs none of
   them again (an approved call runs at most once; an answered one waited in the dead process).
 
-Recoveries are budgeted: :attr:`Checkpoint.recoveries` counts every takeover of the turn,
-:attr:`Checkpoint.retries` those from the same checkpoint in a row (a turn that keeps dying at
-one point ends with an error instead of looping).
+How often a turn was taken over is counted by the store, where the takeover claims it (a taker
+that dies at once is counted too), not here.
 """
 
 from __future__ import annotations
@@ -91,19 +90,12 @@ class Checkpoint:
     #: be: their instance stopped on purpose before it sent them (they all run after it).
     intents: tuple[Intent, ...] = ()
     sent: bool = True
-    #: Takeovers of this turn so far; takeovers from this checkpoint in a row.
-    recoveries: int = 0
-    retries: int = 0
     #: What the request answered (approvals, questions): the continuation's, settled by it.
     extra: dict[str, Any] = field(default_factory=dict)
 
     def next(self, stage: Stage, **changes: Any) -> Checkpoint:
-        """The turn's next checkpoint (a new boundary: the retry count starts again)."""
-        return replace(self, seq=self.seq + 1, stage=stage, retries=0, **changes)
-
-    def taken_over(self) -> Checkpoint:
-        """This checkpoint as a takeover starts from it."""
-        return replace(self, recoveries=self.recoveries + 1, retries=self.retries + 1)
+        """The turn's next checkpoint."""
+        return replace(self, seq=self.seq + 1, stage=stage, **changes)
 
     def to_json(self) -> bytes:
         data = asdict(self)

@@ -1,0 +1,173 @@
+"""Durable loop turns (``durable = true``) when their instance stops on purpose (SIGTERM: it
+hands its turns over without waiting for the lease; a rolling restart of every instance), is
+paused past its lease (SIGSTOP, then SIGCONT: it writes nothing after the takeover), restarts
+alone (on SQLite: it recovers its own turn), or keeps dying at one point (``max_recoveries``:
+the turn ends with an error). Every followed stream judged by the real ai 5, 6 and 7 clients.
+The world is ``tests/durable_harness.py``."""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tests.durable_harness import (
+    FINAL,
+    LONG,
+    Follower,
+    check_turn,
+    durable_world,
+    executions_of,
+    postgres,
+    resumed_within,
+    shown,
+    start_turn,
+    wait_for,
+)
+
+LEASE = 1.5
+
+
+def test_a_stopped_instance_hands_its_turns_over_without_the_lease(
+    redis_url: str, postgres_url: str, tmp_path: Path, real_clients: Any
+) -> None:
+    lease = 10.0  # waiting for it would be seen
+    with durable_world(tmp_path, postgres(postgres_url), redis_url, lease=lease) as world:
+        model, cluster, log = world
+        owner, other = cluster.instances
+        follower = Follower(other.base, "term")
+        start_turn(owner.base, "term")
+        follower.start()
+        wait_for(lambda: any(e.tool == "lookup" for e in executions_of(log)), 20, "lookup")
+        stopped = time.time()
+        cluster.signal(owner, signal.SIGTERM)
+        follower.join(60)
+        cluster.collect(owner)
+        executions = executions_of(log)
+    (verdicts,) = real_clients.check_many([follower.body])
+    output = "\n".join(cluster.output)
+    taken = [line for line in output.splitlines() if "turn.taken_over" in line]
+    assert check_turn("term", follower, verdicts, model, executions) == 1, taken
+    # the owner let the running lookup end (its checkpoint), then handed over: the other
+    # instance called the model for the next step at once, not after the lease
+    resumed_within("term", model, executions, stopped, 0.6 + 1.5)
+    assert "turn.handed_over" in output
+
+
+def test_a_paused_owner_writes_nothing_after_the_takeover(
+    redis_url: str, postgres_url: str, tmp_path: Path, real_clients: Any
+) -> None:
+    with durable_world(tmp_path, postgres(postgres_url), redis_url, lease=LEASE) as world:
+        model, cluster, log = world
+        owner, other = cluster.instances
+        follower = Follower(other.base, "pause")
+        start_turn(owner.base, "pause")
+        follower.start()
+        wait_for(lambda: any(e.tool == "charge" for e in executions_of(log)), 20, "charge")
+        cluster.signal(owner, signal.SIGSTOP)
+        follower.join(60)  # the other instance took the turn over and ended it
+        requests = len(model.requests)
+        runs = len(executions_of(log))
+        cluster.signal(owner, signal.SIGCONT)
+        time.sleep(2 * LEASE)  # the paused owner wakes, finds the turn gone
+        replay = httpx.get(follower.url, timeout=20).content
+        stored = httpx.get(f"{other.base}/api/sessions/pause/chat/pause/messages", timeout=20)
+        executions = executions_of(log)
+        assert len(model.requests) == requests  # no model request from the paused owner
+        assert len(executions) in (runs, runs + 1)  # its charge may end, nothing starts
+        assert all(e.event == "end" for e in executions[runs:])
+    (verdicts,) = real_clients.check_many([follower.body])
+    assert check_turn("pause", follower, verdicts, model, executions) == 1
+    assert replay == follower.body  # nothing appended after the takeover's [DONE]
+    assert shown(stored.json()[-1]) == shown(verdicts[7].message)  # stored as streamed
+
+
+def test_a_single_instance_restarted_on_sqlite_recovers_its_own_turns(
+    redis_url: str, tmp_path: Path, real_clients: Any
+) -> None:
+    store = ["--store", "sqlite", "--store-path", str(tmp_path / "chats.db")]
+    with durable_world(tmp_path, store, redis_url, count=1, lease=LEASE) as world:
+        model, cluster, log = world
+        (only,) = cluster.instances
+        start_turn(only.base, "solo")
+        wait_for(lambda: any(e.tool == "lookup" for e in executions_of(log)), 20, "lookup")
+        cluster.kill(only)
+        cluster.start(only)
+        follower = Follower(only.base, "solo")
+        follower.start()
+        follower.join(60)
+        executions = executions_of(log)
+    (verdicts,) = real_clients.check_many([follower.body])
+    assert check_turn("solo", follower, verdicts, model, executions) == 1
+
+
+def test_a_rolling_restart_of_every_instance_loses_nothing_of_a_long_turn(
+    redis_url: str, postgres_url: str, tmp_path: Path, real_clients: Any
+) -> None:
+    lease = 10.0  # (a hand-over never waits for it)
+    with durable_world(tmp_path, postgres(postgres_url), redis_url, lease=lease) as world:
+        model, cluster, log = world
+        first, second = cluster.instances
+        start_turn(first.base, "long")
+        for instance in (first, second):  # each stopped and started again in turn
+            wanted = len(model.steps_of("long")) + 2
+            wait_for(lambda n=wanted: len(model.steps_of("long")) >= n, 30, "two more steps")
+            cluster.signal(instance, signal.SIGTERM)
+            cluster.collect(instance)
+            cluster.start(instance)
+        wait_for(lambda: model.steps_of("long")[-1:] == [LONG], 60, "the last step")
+        follower = Follower(first.base, "long")
+        follower.start()
+        follower.join(60)
+        executions = executions_of(log)
+    output = "\n".join(cluster.output)
+    (verdicts,) = real_clients.check_many([follower.body])
+    assert follower.body.endswith(b"data: [DONE]\n\n"), follower.body[-300:]
+    assert not [c for c in follower.chunks if c["type"] == "error"]
+    for major, verdict in verdicts.items():
+        assert verdict.ok and verdict.finish_reason == "stop", (major, verdict.fatal)
+    message = verdicts[7].message
+    text = "".join(p["text"] for p in message["parts"] if p["type"] == "text")
+    for n in range(1, LONG):
+        assert text.count(f"Step {n}.") == 1, text
+    assert text.count(FINAL) == 1
+    calls = [p for p in message["parts"] if "toolCallId" in p]
+    assert [p["toolCallId"] for p in calls] == [f"call_{n}" for n in range(1, LONG)]
+    assert all(p["state"] == "output-available" for p in calls), calls
+    assert output.count("turn.handed_over") >= 2  # both instances handed the turn over
+    # no model step was asked twice but the one a hand-over cut short, if any
+    assert sorted(set(model.steps_of("long"))) == list(range(1, LONG + 1))
+    assert len(executions) >= 2 * (LONG - 1)
+
+
+def test_a_turn_that_keeps_dying_at_one_point_ends_with_an_error(
+    redis_url: str, postgres_url: str, tmp_path: Path, real_clients: Any
+) -> None:
+    store = postgres(postgres_url)
+    extra = ("--max-recoveries", "1")
+    with durable_world(tmp_path, store, redis_url, lease=LEASE, extra=extra) as world:
+        model, cluster, log = world
+        first, second = cluster.instances
+        cluster.kill(second)
+        start_turn(first.base, "doomed")
+        wait_for(lambda: any(e.tool == "lookup" for e in executions_of(log)), 20, "lookup")
+        cluster.start(second, "1")  # it dies at its first checkpoint write: the takeover's
+        cluster.kill(first)
+        assert second.proc is not None
+        second.proc.wait(30)  # took the turn over, and died with it
+        cluster.collect(second)
+        cluster.start(first)  # the second takeover from the same checkpoint: past the budget
+        follower = Follower(first.base, "doomed")
+        follower.start()
+        follower.join(60)
+    output = "\n".join(cluster.output)  # (every instance stopped: all it printed)
+    chunks = follower.chunks
+    errors = [c for c in chunks if c["type"] == "error"]
+    assert errors and "too often" in errors[0]["errorText"], chunks[-3:]
+    assert follower.body.endswith(b"data: [DONE]\n\n")
+    for major, verdict in real_clients.check(follower.body).items():
+        assert verdict.ok and verdict.error_text == errors[0]["errorText"], (major, verdict)
+    assert "turn.recovery_exhausted" in output

@@ -210,6 +210,8 @@ class Gateway:
         """Drain the open turns (each ends validly; up to ``drain_timeout``), write what they
         left to write, then close."""
         await self.drain(self.config.drain_timeout)
+        if self.durable is not None and self.durable.ending:  # turns' ends being recorded
+            await asyncio.wait(list(self.durable.ending), timeout=self.config.drain_timeout)
         if self.transcript_writer is not None:
             await self.transcript_writer.drain(self.config.drain_timeout)
         if self._retention is not None:

@@ -29,11 +29,25 @@ from typing import Any
 from opentelemetry import metrics, propagate, trace
 from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
 
-__all__ = ["NO_TRACE", "TRACE_COMMENT", "NoTrace", "Telemetry", "TurnTrace", "span_link"]
+__all__ = [
+    "NO_TRACE",
+    "TRACE_COMMENT",
+    "NoTrace",
+    "Telemetry",
+    "TurnTrace",
+    "span_link",
+    "trace_comment",
+]
 
 #: The SSE comment that opens a traced turn's resume log: its ``traceparent``, so that a resume
 #: read on any instance links to the turn (a client ignores comments; a reader drops it).
 TRACE_COMMENT = b": traceparent "
+
+
+def trace_comment(trace: TurnTrace | NoTrace) -> bytes:
+    """What a traced turn's chunk log starts with: the link a resume read's span makes."""
+    return TRACE_COMMENT + trace.traceparent.encode() + b"\n\n" if trace.traceparent else b""
+
 
 #: Close reasons that are failures of the turn (its span's status is ERROR).
 _FAILED = frozenset(

@@ -152,9 +152,9 @@ def test_a_turn_that_keeps_dying_at_one_point_ends_with_an_error(
         model, cluster, log = world
         first, second = cluster.instances
         cluster.kill(second)
+        cluster.start(second, "1")  # it dies at its first checkpoint write: the takeover's
         start_turn(first.base, "doomed")
         wait_for(lambda: any(e.tool == "lookup" for e in executions_of(log)), 20, "lookup")
-        cluster.start(second, "1")  # it dies at its first checkpoint write: the takeover's
         cluster.kill(first)
         assert second.proc is not None
         second.proc.wait(30)  # took the turn over, and died with it

@@ -182,6 +182,8 @@ class RedisResumeStore:
         #: Logs with buffered writes (insertion-ordered), and the flush under way, if any.
         self._dirty: dict[RedisChunkLog, None] = {}
         self._flushing: asyncio.Task[None] | None = None
+        #: Held by the flush under way (one at a time).
+        self._flush_lock = asyncio.Lock()
         self._xadd_many = self.redis.register_script(_XADD_MANY)
         self._renew = self.redis.register_script(_RENEW)
         self.end_log = self.redis.register_script(_END)
@@ -253,14 +255,20 @@ class RedisResumeStore:
 
     async def _flush_soon(self) -> None:
         await asyncio.sleep(FLUSH_INTERVAL)  # let the writes of every stream gather
-        await self._flush_once()
+        async with self._flush_lock:
+            await self._flush_once()
 
     async def flush(self) -> None:
-        """Write everything buffered now (a log's close waits for its bodies this way)."""
-        if self._flushing is not None and not self._flushing.done():
-            with contextlib.suppress(Exception):
-                await self._flushing
-        await self._flush_once()
+        """Write everything buffered now (a log's close, a durable turn's checkpoint wait for
+        its bodies this way): a flush still gathering writes is done at once. Flushes run one
+        at a time, so when this returns, every body appended before it is in Redis — not only
+        those this call took (a log's end marker never overtakes its last bodies)."""
+        flushing = self._flushing
+        if flushing is not None and not flushing.done() and not self._flush_lock.locked():
+            flushing.cancel()  # (still gathering: it has taken nothing yet)
+            self._flushing = None
+        async with self._flush_lock:
+            await self._flush_once()
 
     async def _flush_once(self) -> None:
         """One Redis command for every log's buffered bodies (each log's joined into one entry:

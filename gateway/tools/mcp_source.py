@@ -51,7 +51,7 @@ from chunkbridge.gateway.tools.catalog import (
 from chunkbridge.gateway.tools.mcp_results import outcome_of
 from chunkbridge.gateway.tools.mcp_sampling import Complete, SampleReport, SamplingGate
 from chunkbridge.gateway.tools.mid_call import KEY_PREFIX, AskingCalls, elicit_result
-from chunkbridge.gateway.tools.relayed import forward, request_for
+from chunkbridge.gateway.tools.relayed import answer_elsewhere
 from chunkbridge.gateway.tools.supervisor import Supervisor, describe, watched
 
 __all__ = ["IDEMPOTENCY_KEY_META", "McpToolSource", "ToolSourceUnavailable"]
@@ -65,9 +65,6 @@ MAX_PAGES = 100
 #: Pauses before a call is made again when the server answered only with its state (MCP
 #: 2026-07-28: an ``InputRequiredResult`` that asks nothing), as the SDK's own client waits.
 STATE_ONLY_PAUSES = (0.05, 0.1, 0.2, 0.25, 0.25, 0.25, 0.25, 0.25, 0.25)
-#: Seconds an answer handed to another instance waits past ``tool_timeout`` for the outcome
-#: (the call runs there under ``tool_timeout``; this covers the store's round trips).
-RELAY_MARGIN = 5.0
 #: Seconds before a dropped ``subscriptions/listen`` stream is opened again.
 LISTEN_RETRY = 5.0
 
@@ -298,7 +295,9 @@ class McpToolSource:
             and answer.key.startswith(KEY_PREFIX)
             and not self.asking.parked(answer)
         ):
-            return await self._elsewhere(tool, answer, progress)
+            told = progress if settings.progress else None
+            relay = self.asking.relay
+            return await answer_elsewhere(relay, self.name, settings, tool, answer, told)
         client = self._client
         if client is None:
             reason = self.health.reason or "not connected"
@@ -325,34 +324,6 @@ class McpToolSource:
         if isinstance(result, ToolQuestion):
             return ToolOutcome(asks=result)
         return outcome_of(tool, result, settings)
-
-    async def _elsewhere(
-        self, tool: str, answer: ToolAnswer, progress: Progress | None
-    ) -> ToolOutcome:
-        """An answer to a parked call this process does not hold: handed over to the instance
-        that does (:mod:`~chunkbridge.gateway.tools.relayed`), if one does."""
-        relay, settings = self.asking.relay, self.settings
-        outcome: ToolOutcome | None = None
-        if relay is not None:
-            request = request_for(self.name, tool, answer)
-            told = progress if settings.progress else None
-            try:
-                outcome = await forward(relay, request, told, settings.tool_timeout + RELAY_MARGIN)
-            except TimeoutError:
-                return ToolOutcome(error=f"{tool} took longer than {settings.tool_timeout:g} s")
-            except Exception as exc:  # the store's failure: for the model, and said
-                self.log.warning("tools.relay_failed", server=self.name, error=describe(exc))
-                return ToolOutcome(
-                    error=f"{tool} failed: its answer could not reach the instance of the "
-                    f"gateway running the call ({describe(exc)})"
-                )
-        if outcome is None:
-            return ToolOutcome(
-                error=f"{tool} no longer waits for this answer (its question timed out or was "
-                "answered, or the instance of the gateway running the call is gone)"
-            )
-        self.log.info("tools.answer_relayed", server=self.name, tool=tool)
-        return outcome
 
     async def close(self, failed: bool = False) -> str | None:
         """Close the connection (in the task that opened it); what its transport failed with,

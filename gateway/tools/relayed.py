@@ -18,9 +18,25 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Protocol
 
+from chunkbridge.gateway.logging import get_logger
+from chunkbridge.gateway.tool_settings import ToolServerSettings
 from chunkbridge.gateway.tools.catalog import Progress, ToolAnswer, ToolOutcome, ToolQuestion
 
-__all__ = ["Relay", "RelayHandler", "forward", "outcome_from", "request_for", "served"]
+__all__ = [
+    "RELAY_MARGIN",
+    "Relay",
+    "RelayHandler",
+    "answer_elsewhere",
+    "forward",
+    "outcome_from",
+    "request_for",
+    "served",
+]
+
+#: Seconds an answer handed to another instance waits past ``tool_timeout`` for the outcome
+#: (the call runs there under ``tool_timeout``; this covers the store's round trips).
+RELAY_MARGIN = 5.0
+_log = get_logger("chunkbridge.tools")
 
 #: The holder's side: a relayed request (and where to send progress) → the final reply.
 Send = Callable[[dict[str, Any]], None]
@@ -122,3 +138,36 @@ async def served(
         answer_of(request),
     )
     return reply_of(outcome)
+
+
+async def answer_elsewhere(
+    relay: Relay | None,
+    server: str,
+    settings: ToolServerSettings,
+    tool: str,
+    answer: ToolAnswer,
+    progress: Progress | None,
+) -> ToolOutcome:
+    """An answer to a parked call that this process does not hold: handed over to the
+    instance that does, if one does — or the error result saying the call no longer waits."""
+    outcome: ToolOutcome | None = None
+    if relay is not None:
+        request = request_for(server, tool, answer)
+        try:
+            outcome = await forward(relay, request, progress, settings.tool_timeout + RELAY_MARGIN)
+        except TimeoutError:
+            return ToolOutcome(error=f"{tool} took longer than {settings.tool_timeout:g} s")
+        except Exception as exc:  # the store's failure: for the model, and said
+            why = f"{type(exc).__name__}: {exc}"
+            _log.warning("tools.relay_failed", server=server, error=why)
+            return ToolOutcome(
+                error=f"{tool} failed: its answer could not reach the instance of the gateway "
+                f"running the call ({why})"
+            )
+    if outcome is None:
+        return ToolOutcome(
+            error=f"{tool} no longer waits for this answer (its question timed out or was "
+            "answered, or the instance of the gateway running the call is gone)"
+        )
+    _log.info("tools.answer_relayed", server=server, tool=tool)
+    return outcome

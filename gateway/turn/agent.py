@@ -205,6 +205,14 @@ class AgentDriver(TurnDriver):
     async def _after_run(self) -> None:
         """The run is over (the turn ended, or its client went away)."""
 
+    def _open_step(self, message: dict[str, Any]) -> Awaitable[Upstream]:
+        """The next model call, given the assistant message so far."""
+        return self.parts.open_step(message)
+
+    def _step_translator(self) -> EventTranslator:
+        """What reads the next model call's stream."""
+        return self.parts.translator()
+
     def _key(self, call_id: str) -> str:
         """A call's idempotency key: the same on every run of it, on any instance."""
         return f"{self.parts.run_id}:{self.loop.step}:{call_id}"
@@ -289,7 +297,7 @@ class AgentDriver(TurnDriver):
         previous = self.upstream
         message = self._message()
         try:
-            upstream = await self.parts.open_step(message)
+            upstream = await self._open_step(message)
         except GatewayError as exc:
             await self._write(write, self._failed(exc))
             return
@@ -299,7 +307,7 @@ class AgentDriver(TurnDriver):
             return
         await previous.aclose()
         self.upstream = upstream
-        self.join.next_step(self.parts.translator())
+        self.join.next_step(self._step_translator())
         self.loop.model_called()
         self.deadlines.event(self.clock())  # the tools' time is not the model's silence
 

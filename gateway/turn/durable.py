@@ -20,9 +20,11 @@ deployment).
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from chunkbridge.gateway.logging import get_logger
@@ -35,12 +37,21 @@ from chunkbridge.gateway.turn.driver import DriverSettings, Totals, Write
 from chunkbridge.translators.core.agent_loop import AgentLoop, LoopPhase
 from chunkbridge.translators.core.checkpoint import Checkpoint, Intent, Stage
 from chunkbridge.translators.core.closing import CloseReason, CloseRequest
-from chunkbridge.translators.core.event_translator import Chunk
+from chunkbridge.translators.core.event_translator import Chunk, EventTranslator
+from chunkbridge.translators.core.redo import StepRedo
 from chunkbridge.translators.core.sse_codec import encode_chunks
 from chunkbridge.translators.core.steps import ReadyCall
 from chunkbridge.translators.core.turn import Turn
 
-__all__ = ["Checkpointer", "DurableDriver", "DurableServices", "Fenced", "FaultPlan", "begin"]
+__all__ = [
+    "Checkpointer",
+    "DurableDriver",
+    "DurableServices",
+    "FaultPlan",
+    "Fenced",
+    "begin",
+    "first_checkpoint",
+]
 
 _FAULT_VARIABLE = "CB_FAULT_KILL_AT"
 
@@ -93,6 +104,8 @@ class DurableServices:
     #: Takeovers from one checkpoint in a row before the turn ends with an error.
     max_recoveries: int
     fault: FaultPlan
+    #: Ends of turns being recorded (strong references: a task nobody holds may go).
+    ending: set[asyncio.Task[None]] = field(default_factory=set)
 
 
 class Checkpointer:
@@ -163,6 +176,12 @@ class Checkpointer:
             self._log.warning("turn.release_failed", session_id=self.key[0], error=str(exc)[:200])
         get_logger("chunkbridge.durable").info("turn.handed_over", session_id=self.key[0])
 
+    def end_soon(self) -> None:
+        """:meth:`end`, without keeping the client's ``[DONE]`` waiting for it."""
+        task = asyncio.get_running_loop().create_task(self.end())
+        self.services.ending.add(task)
+        task.add_done_callback(self.services.ending.discard)
+
     async def end(self) -> None:
         """The turn ended here: its checkpoint goes (once its end is in the log: a takeover
         that finds no checkpoint finds the end)."""
@@ -174,6 +193,34 @@ class Checkpointer:
             self._log.warning(
                 "turn.checkpoint_failed", session_id=self.key[0], error=str(exc)[:200]
             )
+
+
+def first_checkpoint(
+    request: dict[str, Any],
+    run_id: str,
+    message_id: str,
+    target: int,
+    continued: dict[str, Any] | None,
+    header: int,
+    released: list[ReadyCall] | None,
+) -> Checkpoint:
+    """A durable turn's first checkpoint: before its first model call — or the calls its
+    continuation released, none of which a takeover runs again. ``header``: the bytes its log
+    starts with that are not its chunks (a trace comment, a continuation's resume prefix)."""
+    intents = tuple(Intent(c.call_id, c.name, c.input, False, "") for c in released or ())
+    return Checkpoint(
+        seq=1,
+        stage=Stage.CALLING if released is None else Stage.RELEASED,
+        request=request,
+        run_id=run_id,
+        message_id=message_id,
+        target=target,
+        message=continued,
+        log_bytes=header,
+        prefix=header,
+        loop={},
+        intents=intents,
+    )
 
 
 async def begin(services: DurableServices, key: Key, first: Checkpoint) -> Checkpointer | None:
@@ -225,6 +272,8 @@ class DurableDriver(AgentDriver):
         self._interrupted: list[Chunk] = []
         #: The instance stops: the turn is left to another at its next checkpoint.
         self._leaving = False
+        #: A takeover's first model call, and what readers saw of its step.
+        self._redo: tuple[Callable[[], Awaitable[Upstream]], list[Chunk]] | None = None
 
     def hand_over(self) -> bool:
         self._leaving = True
@@ -235,6 +284,22 @@ class DurableDriver(AgentDriver):
         from its last checkpoint, whatever it was doing."""
         if not self.turn.done and not self.handed_over and not self.lost:
             await self._leave()
+
+    def redo_step(self, opening: Callable[[], Awaitable[Upstream]], shown: list[Chunk]) -> None:
+        """A takeover before a model call: ``opening`` makes it (with the checkpoint's message),
+        and its step continues what readers saw of it (``shown``: the log's chunks;
+        :class:`~chunkbridge.translators.core.redo.StepRedo`)."""
+        self._redo = (opening, shown)
+
+    def _open_step(self, message: dict[str, Any]) -> Awaitable[Upstream]:
+        if self._redo is not None:
+            return self._redo[0]()
+        return super()._open_step(message)
+
+    def _step_translator(self) -> EventTranslator:
+        redo, self._redo = self._redo, None
+        translator = self.parts.translator()
+        return translator if redo is None else StepRedo(translator, redo[1])
 
     def resume_calls(self, again: list[ReadyCall], interrupted: list[ReadyCall]) -> None:
         """A takeover while the step's calls ran (or were about to): ``again`` run again —
@@ -261,6 +326,8 @@ class DurableDriver(AgentDriver):
         run, out = self.loop.dispatch(self.join.take_ready())
         if out:
             await self._write(write, encode_chunks(self.turn.emit(out)))
+        if not run:  # nothing to send: the turn ends, or the next checkpoint comes first
+            return True
         ended = self.join.ended
         assert ended is not None
         replays = self.parts.replays
@@ -305,7 +372,7 @@ class DurableDriver(AgentDriver):
 
     async def _after_run(self) -> None:
         if self.turn.done and not self.lost and not self.handed_over:
-            await self.checkpoints.end()
+            self.checkpoints.end_soon()  # (a takeover meanwhile finds the turn's end)
 
 
 class _Interrupted:

@@ -29,7 +29,7 @@ from chunkbridge.gateway.metrics import Metrics
 from chunkbridge.gateway.stores import Stores
 from chunkbridge.gateway.stores.base import Claim, TranscriptStore
 from chunkbridge.gateway.stores.writer import TranscriptWriter
-from chunkbridge.gateway.telemetry import TRACE_COMMENT, NoTrace, TurnTrace
+from chunkbridge.gateway.telemetry import NoTrace, TurnTrace, trace_comment
 from chunkbridge.gateway.transports.base import Upstream
 from chunkbridge.gateway.transports.connectors import Connector
 from chunkbridge.gateway.turn import durable
@@ -50,7 +50,6 @@ from chunkbridge.kit import (
 )
 from chunkbridge.protocol_specs.chat_request import ChatRequest
 from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL, approval_signature
-from chunkbridge.translators.core.checkpoint import Checkpoint, Intent, Stage
 from chunkbridge.translators.core.message_assembly import MessageAssembler
 from chunkbridge.translators.core.message_replay import replay_chunks
 from chunkbridge.translators.core.sse_codec import encode_chunks
@@ -230,41 +229,31 @@ async def _claim(
         raise
     model_input = dataclasses.replace(turn_input, request=agent.model_view(request))
     admission = dataclasses.replace(admission, turn_input=model_input, released=released)
-    if gateway.durable is None or seat.resume is None:
-        return admission
     try:
-        first = _first(admission, gateway.config.target, trace)
-        checkpoints = await durable.begin(gateway.durable, seat.key, first)
+        return await _held(gateway, admission, trace)
     except BaseException:
         await approvals.release(seat.key[0], [*answers, *questions])
         raise
-    return dataclasses.replace(admission, checkpoints=checkpoints)
 
 
-def _first(admission: Admission, target: int, trace: Trace) -> Checkpoint:
-    """A durable turn's first checkpoint: before its first model call (or the calls its
-    continuation released, none of which a takeover runs again)."""
-    header = len(_trace_comment(trace)) + len(_resume_prefix(admission, target))
-    released = admission.released
-    intents = tuple(Intent(c.call_id, c.name, c.input, False, "") for c in released or ())
-    return Checkpoint(
-        seq=1,
-        stage=Stage.CALLING if released is None else Stage.RELEASED,
-        request=admission.request.model_dump(mode="json", exclude_unset=True, by_alias=True),
-        run_id=admission.run_id,
-        message_id=admission.message_id,
-        target=target,
-        message=admission.continued,
-        log_bytes=header,
-        prefix=header,
-        loop={},
-        intents=intents,
+async def _held(gateway: Gateway, admission: Admission, trace: Trace) -> Admission:
+    """``durable = true``: the loop turn held and its first checkpoint written (before its
+    first model call), when it is resumable."""
+    if gateway.durable is None or admission.seat.resume is None:
+        return admission
+    target = gateway.config.target
+    header = len(trace_comment(trace)) + len(_resume_prefix(admission, target))
+    first = durable.first_checkpoint(
+        admission.request.model_dump(mode="json", exclude_unset=True, by_alias=True),
+        admission.run_id,
+        admission.message_id,
+        target,
+        admission.continued,
+        header,
+        admission.released,
     )
-
-
-def _trace_comment(trace: Trace) -> bytes:
-    """What a turn's chunk log starts with when it is traced (what a resume read links to)."""
-    return TRACE_COMMENT + trace.traceparent.encode() + b"\n\n" if trace.traceparent else b""
+    checkpoints = await durable.begin(gateway.durable, admission.seat.key, first)
+    return dataclasses.replace(admission, checkpoints=checkpoints)
 
 
 def _resume_prefix(admission: Admission, target: int) -> bytes:

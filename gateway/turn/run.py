@@ -40,7 +40,7 @@ from chunkbridge.gateway.stores.base import (
     ResumeStore,
     Stoppable,
 )
-from chunkbridge.gateway.telemetry import NO_TRACE, TRACE_COMMENT, NoTrace, TurnTrace
+from chunkbridge.gateway.telemetry import NO_TRACE, NoTrace, TurnTrace, trace_comment
 from chunkbridge.gateway.turn.answers import issued_question
 from chunkbridge.gateway.turn.driver import TurnDriver, TurnOutcome, Write
 from chunkbridge.gateway.turn.transcript import TurnTranscript
@@ -180,7 +180,7 @@ class TurnRun:
             else None
         )
         if self.chunk_log is not None and trace.traceparent:  # what a resume read links to
-            self.chunk_log.append(TRACE_COMMENT + trace.traceparent.encode() + b"\n\n")
+            self.chunk_log.append(trace_comment(trace))
         if self.chunk_log is not None and resume_prefix:
             self.chunk_log.append(resume_prefix)  # for readers only: the client has it
         seat.turns.runs.add(self)

@@ -40,7 +40,6 @@ from typing import Any
 from chunkbridge.gateway.errors import TurnInProgress
 from chunkbridge.gateway.logging import get_logger
 from chunkbridge.gateway.telemetry import NO_TRACE
-from chunkbridge.gateway.transports.base import Upstream
 from chunkbridge.gateway.turn.agent import NotOpened
 from chunkbridge.gateway.turn.agent_setup import AgentSetup
 from chunkbridge.gateway.turn.durable import (
@@ -56,7 +55,6 @@ from chunkbridge.protocol_specs.chat_request import ChatRequest
 from chunkbridge.translators.core.agent_loop import LoopPhase
 from chunkbridge.translators.core.checkpoint import Checkpoint, Stage
 from chunkbridge.translators.core.closing import CloseReason, CloseRequest
-from chunkbridge.translators.core.redo import StepRedo
 from chunkbridge.translators.core.sse_codec import DONE_FRAME, decode_chunks, encode_chunks
 from chunkbridge.translators.core.steps import ReadyCall
 from chunkbridge.translators.core.turn import Turn, TurnOptions
@@ -120,7 +118,7 @@ async def take_over(gateway: Gateway, services: DurableServices, key: Any, fence
     except Exception as exc:  # the stores: the lease lapses again, another look retries
         log.warning("turn.takeover_failed", session_id=key[0], error=str(exc)[:200])
         return
-    if claimed is None or entries is None:  # it ended meanwhile, or with its log only
+    if claimed is None or entries is None or _finished(entries):  # it ended (in part)
         await _settle(services, key, fence, entries)
         return
     checkpointer = Checkpointer(services, key, fence, Checkpoint.from_json(claimed.body))
@@ -138,9 +136,8 @@ async def take_over(gateway: Gateway, services: DurableServices, key: Any, fence
     gateway.metrics.takeovers.inc()
     data = b"".join(entries)
     run = await _resumed_run(gateway, gateway.agent, key, checkpointer, data, claimed.recoveries)
-    if run is not None:
-        run.client_disconnected = True  # nobody reads here: into the log only
-        await run.end()
+    run.client_disconnected = True  # nobody reads here: into the log only
+    await run.end()
 
 
 async def _resumed_run(
@@ -150,7 +147,7 @@ async def _resumed_run(
     checkpointer: Checkpointer,
     data: bytes,
     recoveries: int,
-) -> TurnRun | None:
+) -> TurnRun:
     """The turn rebuilt from its checkpoint and its log, ready to go on (see the module)."""
     checkpoint = checkpointer.last
     request = ChatRequest.model_validate(checkpoint.request)
@@ -175,40 +172,41 @@ async def _resumed_run(
         None,
         gateway.question_secret,
     )
-    loop = parts.loop
     if checkpoint.loop:
-        loop.restore(checkpoint.loop)
-    loop.recoveries = recoveries
-    upstream: Upstream = NotOpened()
+        parts.loop.restore(checkpoint.loop)
+    parts.loop.recoveries = recoveries
+    settings = gateway.driver_settings
+    counters = gateway.metrics
+    driver = DurableDriver(NotOpened(), turn, settings, parts, checkpointer, counters=counters)
     if checkpoint.stage is Stage.CALLING:
         message = checkpoint.message
-        opening = (
-            parts.open_step(message)
-            if message is not None
-            else gateway.connector.open(model_input, NO_TRACE.upstream_call({}))
-        )
-        upstream = await opening
-        assert turn.step_join is not None
-        turn.step_join.next_step(StepRedo(parts.translator(), [*before, *tail]))
-        loop.model_called()
-    settings = gateway.driver_settings
-    driver = DurableDriver(upstream, turn, settings, parts, checkpointer, counters=gateway.metrics)
-    if checkpoint.stage is not Stage.CALLING:
-        again, interrupted = _calls_to_resume(checkpoint, tail)
-        gateway.metrics.interrupted_calls.labels("replayed").inc(len(again))
-        gateway.metrics.interrupted_calls.labels("refused").inc(len(interrupted))
-        driver.resume_calls(again, interrupted)
-    if checkpoint.stage is Stage.RESULTS:
-        ended = checkpoint.ended or {}
-        assert turn.step_join is not None
-        turn.step_join.ended = CloseRequest(
-            CloseReason.COMPLETED, ended.get("finish_reason"), ended.get("metadata")
-        )
-        loop.phase = LoopPhase.RESULTS
-    elif checkpoint.stage is Stage.RELEASED:
-        loop.phase = LoopPhase.RELEASED
+        first = functools.partial(gateway.connector.open, model_input, NO_TRACE.upstream_call({}))
+        opening = first if message is None else functools.partial(parts.open_step, message)
+        driver.redo_step(opening, [*before, *tail])
+        parts.loop.phase = LoopPhase.CALLING
+    else:
+        _resume_calls(gateway, driver, checkpoint, tail)
     member = await _seat(gateway, key)
     return _run(gateway, member, key, turn, driver, request, checkpointer, data)
+
+
+def _resume_calls(
+    gateway: Gateway, driver: DurableDriver, checkpoint: Checkpoint, tail: list[dict[str, Any]]
+) -> None:
+    """A takeover while the step's calls ran, or a continuation's released ones."""
+    again, interrupted = _calls_to_resume(checkpoint, tail)
+    gateway.metrics.interrupted_calls.labels("replayed").inc(len(again))
+    gateway.metrics.interrupted_calls.labels("refused").inc(len(interrupted))
+    driver.resume_calls(again, interrupted)
+    loop = driver.loop
+    if checkpoint.stage is Stage.RELEASED:
+        loop.phase = LoopPhase.RELEASED
+        return
+    ended = checkpoint.ended or {}
+    driver.join.ended = CloseRequest(
+        CloseReason.COMPLETED, ended.get("finish_reason"), ended.get("metadata")
+    )
+    loop.phase = LoopPhase.RESULTS
 
 
 def _turn(
@@ -332,6 +330,11 @@ def _ids_after(chunks: Iterable[dict[str, Any]]) -> Any:
     return next_id
 
 
+def _finished(entries: list[bytes]) -> bool:
+    """The log holds the answer's ``finish`` (its owner died before it recorded the end)."""
+    return b'data: {"type":"finish"' in b"".join(entries)
+
+
 async def _settle(
     services: DurableServices, key: Any, fence: int, entries: list[bytes] | None
 ) -> None:
@@ -341,10 +344,11 @@ async def _settle(
     its answer never finished); the turn leaves the durable ones."""
     if entries:
         log = services.resume.rejoin(key, _Ended())
-        if b'"type":"finish"' not in b"".join(entries):
+        if not _finished(entries):
             log.append(encode_chunks([{"type": "error", "errorText": _DIED}]))
             log.append(b'data: {"type":"finish","finishReason":"error"}\n\n')
-        log.append(DONE_FRAME)
+        if DONE_FRAME not in b"".join(entries):
+            log.append(DONE_FRAME)
         log.finish()
     with contextlib.suppress(Exception):
         await services.checkpoints.forget(key, fence)

@@ -343,6 +343,7 @@ def check_turn(
     assert len(charges) <= 1, (session, charges)  # never twice
     looks = [e for e in ran if e.tool == "lookup"]
     assert looks and len({e.key for e in looks}) == 1, (session, looks)  # again: the same key
+    assert all(e.key.count(":") == 2 for e in ran), ran  # <run>:<step>:<call id>, always
     assert model.steps_of(session)[-1] == 3, (session, model.steps_of(session))
     finish = [c for c in chunks if c["type"] == "finish"][-1]
     recoveries: int = finish["messageMetadata"]["agentLoop"].get("recoveries", 0)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from redis import Redis
 
 from tests.durable_harness import (
     FINAL,
@@ -71,9 +72,13 @@ def test_a_paused_owner_writes_nothing_after_the_takeover(
         follower.join(60)  # the other instance took the turn over and ended it
         requests = len(model.requests)
         runs = len(executions_of(log))
+        redis = Redis.from_url(redis_url)
+        entries = redis.xrange("chunkbridge:pause:pause:log")
         cluster.signal(owner, signal.SIGCONT)
         time.sleep(2 * LEASE)  # the paused owner wakes, finds the turn gone
         replay = httpx.get(follower.url, timeout=20).content
+        assert redis.xrange("chunkbridge:pause:pause:log") == entries  # not a byte more
+        assert [b"e" in fields for _, fields in entries].count(True) == 1
         stored = httpx.get(f"{other.base}/api/sessions/pause/chat/pause/messages", timeout=20)
         executions = executions_of(log)
         assert len(model.requests) == requests  # no model request from the paused owner
@@ -138,8 +143,10 @@ def test_a_rolling_restart_of_every_instance_loses_nothing_of_a_long_turn(
     assert [p["toolCallId"] for p in calls] == [f"call_{n}" for n in range(1, LONG)]
     assert all(p["state"] == "output-available" for p in calls), calls
     assert output.count("turn.handed_over") >= 2  # both instances handed the turn over
-    # no model step was asked twice but the one a hand-over cut short, if any
-    assert sorted(set(model.steps_of("long"))) == list(range(1, LONG + 1))
+    # every step asked for; again only one a hand-over cut short (one per hand-over at most)
+    asked = model.steps_of("long")
+    assert sorted(set(asked)) == list(range(1, LONG + 1))
+    assert len(asked) - LONG <= 2, asked
     assert len(executions) >= 2 * (LONG - 1)
 
 

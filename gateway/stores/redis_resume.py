@@ -34,7 +34,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from chunkbridge.gateway.errors import TurnInProgress
-from chunkbridge.gateway.stores.base import Key, Stoppable
+from chunkbridge.gateway.stores.base import Key, Stoppable, StoreUnavailable
 from chunkbridge.gateway.stores.redis_follow import DURABLE, follow, member
 
 __all__ = ["RedisChunkLog", "RedisResumeStore"]
@@ -44,17 +44,21 @@ _STOP_CHANNEL = f"{_PREFIX}:stop"
 #: One command for a whole flush: an XADD per log (the first half of KEYS) of its buffered
 #: bodies (ARGV), where this instance (ARGV[n + 1]) owns the log (the second half of KEYS) —
 #: or nobody does, for a turn that is not durable (ARGV[n + 1 + i] = '0'): never where another
-#: instance took the turn over, nor, for a durable turn, after it lapsed.
+#: instance took the turn over, nor, for a durable turn, after it lapsed. The indexes of the
+#: logs refused.
 _XADD_MANY = """
 local n = #KEYS / 2
 local me = ARGV[n + 1]
+local refused = {}
 for i = 1, n do
   local owner = redis.call('GET', KEYS[n + i])
   if owner == me or ((not owner) and ARGV[n + 1 + i] == '0') then
     redis.call('XADD', KEYS[i], '*', 'd', ARGV[i])
+  else
+    table.insert(refused, i)
   end
 end
-return n
+return refused
 """
 #: The heartbeat: each owner key (KEYS but the last) renewed where it is still this instance's
 #: (ARGV[1]) — or nobody's, for a turn that is not durable — for ARGV[2] ms; a durable turn's
@@ -103,6 +107,16 @@ return 1
 """
 
 
+#: A new log (KEYS[1]) owned by this instance (ARGV[1], KEYS[2]) for ARGV[2] ms — for a durable
+#: turn (ARGV[3] = '1') only where the owner key is still its own. 1 when it is.
+_NEW_LOG = """
+if ARGV[3] == '1' and redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
+return 1
+"""
+
+
 def _base(key: Key) -> str:
     return f"{_PREFIX}:{key[0]}:{key[1]}"
 
@@ -125,18 +139,23 @@ class RedisChunkLog:
         #: A durable turn's log: written only while this instance holds the turn (one that
         #: is not durable is written on after a lapse of its lease too: nobody takes it).
         self.strict = key in store.durable
+        #: Redis refused a write: another instance holds the turn.
+        self.refused = False
 
     def append(self, body: bytes) -> None:
         self.pending.append(body)
         self.written += len(body)
         self.store.schedule(self)
 
-    async def flushed(self) -> None:
-        """Everything appended so far is in Redis (a durable turn's checkpoint waits for
-        it)."""
+    async def flushed(self) -> bool:
+        """Everything appended so far is in Redis (a durable turn's checkpoint waits for it);
+        ``False`` when Redis refused it: another instance holds the turn."""
         if self.claimed is not None:
             await self.claimed
         await self.store.flush()
+        if self.failed:
+            raise StoreUnavailable("the chunk log could not be written to Redis")
+        return not self.refused
 
     def finish(self) -> None:
         self.store.finished(self)
@@ -187,6 +206,7 @@ class RedisResumeStore:
         self._xadd_many = self.redis.register_script(_XADD_MANY)
         self._renew = self.redis.register_script(_RENEW)
         self.end_log = self.redis.register_script(_END)
+        self._new_log = self.redis.register_script(_NEW_LOG)
         #: The durable turns this instance runs (their leases renew their entry among them).
         self.durable: set[Key] = set()
 
@@ -255,8 +275,7 @@ class RedisResumeStore:
 
     async def _flush_soon(self) -> None:
         await asyncio.sleep(FLUSH_INTERVAL)  # let the writes of every stream gather
-        async with self._flush_lock:
-            await self._flush_once()
+        await self._flush_in_turn()
 
     async def flush(self) -> None:
         """Write everything buffered now (a log's close, a durable turn's checkpoint wait for
@@ -267,12 +286,18 @@ class RedisResumeStore:
         if flushing is not None and not flushing.done() and not self._flush_lock.locked():
             flushing.cancel()  # (still gathering: it has taken nothing yet)
             self._flushing = None
+        # shielded: a caller cancelled (its client gone) must not cancel the bodies of every
+        # log this flush took
+        await asyncio.shield(self._flush_in_turn())
+
+    async def _flush_in_turn(self) -> None:
         async with self._flush_lock:
             await self._flush_once()
 
     async def _flush_once(self) -> None:
         """One Redis command for every log's buffered bodies (each log's joined into one entry:
         readers only ever concatenate them). Logs not yet claimed wait for the next flush."""
+        logs: list[RedisChunkLog] = []
         keys: list[str] = []
         owners: list[str] = []
         strict: list[bytes] = []
@@ -285,6 +310,7 @@ class RedisResumeStore:
             if log.claimed is not None and not log.claimed.done():
                 waiting.append(log)
                 continue
+            logs.append(log)
             keys.append(log.stream)
             owners.append(_base(log.key) + ":owner")
             strict.append(b"1" if log.strict else b"0")
@@ -296,7 +322,9 @@ class RedisResumeStore:
             return
         try:
             args = [*bodies, self.instance.encode(), *strict]
-            await self._xadd_many(keys=keys + owners, args=args)
+            refused: list[int] = await self._xadd_many(keys=keys + owners, args=args)
+            for index in refused:
+                logs[index - 1].refused = True
         except (RedisError, OSError) as exc:
             for log in dirty:
                 log.failed = True  # the producers' own clients are not affected
@@ -325,12 +353,22 @@ class RedisResumeStore:
         return bodies
 
     async def _claim(self, key: Key) -> None:
-        base = _base(key)
-        with contextlib.suppress(RedisError, OSError):
-            async with self.redis.pipeline(transaction=False) as pipe:
-                pipe.delete(base + ":log")  # a new response replaces a finished one
-                pipe.set(base + ":owner", self.instance, px=int(self.lease * 1000))
-                await pipe.execute()
+        """A new response replaces a finished one's log, and this instance owns it — a
+        durable turn's only while it still holds it (it may have been taken over while its
+        first model call was being made)."""
+        base, log = _base(key), self._running.get(key, (None, None))[1]
+        strict = "1" if log is not None and log.strict else "0"
+        try:
+            owned = await self._new_log(
+                keys=[base + ":log", base + ":owner"],
+                args=[self.instance, int(self.lease * 1000), strict],
+            )
+        except (RedisError, OSError):
+            return
+        entry = self._running.get(key)
+        if not owned and entry is not None:
+            entry[1].refused = True
+            entry[0].lost()
 
     def finished(self, log: RedisChunkLog) -> None:
         """``log`` ended: its end goes to Redis in the background (a task held until done)."""
@@ -355,7 +393,8 @@ class RedisResumeStore:
         while True:
             await asyncio.sleep(self.lease / 3)
             now = time.time()
-            running = list(self._running)
+            # (a durable turn is held from its admission: its first model call may be slow)
+            running = list(dict.fromkeys([*self._running, *self.durable]))
             try:
                 async with self.redis.pipeline(transaction=False) as pipe:
                     for session_id, members in self._turns.items():

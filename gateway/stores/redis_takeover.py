@@ -53,6 +53,12 @@ redis.call('DEL', KEYS[1])
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[2])
 return 1
 """
+#: KEYS: the owner key, the durable set; ARGV: this instance, the member. The turn leaves the
+#: durable ones, if this instance holds it.
+_FORGET = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+return redis.call('ZREM', KEYS[2], ARGV[2])
+"""
 #: Turns looked at per look.
 _BATCH = 16
 
@@ -68,6 +74,7 @@ class RedisTakeovers:
         self._own = client.register_script(_OWN)
         self._claim = client.register_script(_CLAIM)
         self._release = client.register_script(_RELEASE)
+        self._forget = client.register_script(_FORGET)
 
     def _keys(self, key: Key) -> list[str]:
         base = f"chunkbridge:{key[0]}:{key[1]}"
@@ -102,6 +109,12 @@ class RedisTakeovers:
         return bool(await self._release(keys=[owner, durable], args=args))
 
     async def forget(self, key: Key) -> None:
-        """``key`` is no durable turn any more (it ended with no log to end, or it cannot
-        go on)."""
-        await self.redis.zrem(DURABLE, member(key))
+        """``key`` is no durable turn any more (it ended with no log to end, or it cannot be
+        recorded), where this instance holds it (another that took it over keeps it)."""
+        owner, _, durable = self._keys(key)
+        await self._forget(keys=[owner, durable], args=[self.instance, member(key)])
+
+    async def holds(self, key: Key) -> bool:
+        """Whether this instance holds ``key`` (no other took it over)."""
+        owner = await self.redis.get(self._keys(key)[0])
+        return (owner.decode() if isinstance(owner, bytes) else owner) == self.instance

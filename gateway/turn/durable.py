@@ -21,11 +21,14 @@ deployment).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from redis.exceptions import RedisError
 
 from chunkbridge.gateway.logging import get_logger
 from chunkbridge.gateway.stores.base import CheckpointStore, Key, StoreUnavailable
@@ -66,8 +69,9 @@ class DurableLog(Protocol):
     #: Bytes appended so far.
     written: int
 
-    async def flushed(self) -> None:
-        """Everything appended so far is stored."""
+    async def flushed(self) -> bool:
+        """Everything appended so far is stored; ``False``: refused (another instance holds
+        the turn)."""
 
 
 @dataclass(slots=True)
@@ -119,6 +123,8 @@ class Checkpointer:
         self.last = last
         #: The turn's chunk log (set once the run that writes it exists).
         self.log: DurableLog | None = None
+        #: A checkpoint could not be written: the turn goes on without any.
+        self.broken = False
         self._log = get_logger("chunkbridge.durable")
 
     async def save(
@@ -147,23 +153,42 @@ class Checkpointer:
         await self.write(checkpoint)
 
     async def write(self, checkpoint: Checkpoint) -> None:
+        """Record ``checkpoint`` — the chunk log first, up to it — or raise :class:`Fenced`
+        when another instance holds the turn. A store that fails does not end the turn (its
+        answer matters more than its recovery): it goes on without checkpoints, once it is
+        known to be still this instance's, and no instance takes it over."""
+        if self.broken:
+            return
         fault = self.services.fault
         fault.point(after=False)
         try:
-            if self.log is not None:
-                await self.log.flushed()
+            if self.log is not None and not await self.log.flushed():
+                raise Fenced("Redis refused the turn's chunks: another instance holds it")
             saved = await self.services.checkpoints.save(
                 self.key, self.fence, checkpoint.seq, checkpoint.to_json()
             )
-        except (StoreUnavailable, OSError) as exc:
-            self._log.warning(
-                "turn.checkpoint_failed", session_id=self.key[0], error=str(exc)[:200]
-            )
+        except (StoreUnavailable, OSError, RedisError) as exc:
+            await self._unrecorded(exc)
             return
         if not saved:
             raise Fenced(f"the turn is held under a higher fence than {self.fence}")
         self.last = checkpoint
         fault.point(after=True)
+
+    async def _unrecorded(self, exc: Exception) -> None:
+        """A checkpoint could not be written: the turn goes on without any (a takeover from
+        an older one could send a call twice), unless it is no longer this instance's."""
+        takeovers, key = self.services.takeovers, self.key
+        try:
+            holds = await takeovers.holds(key)
+        except Exception:  # Redis is away too: nobody can take it over either
+            holds = True
+        if not holds:
+            raise Fenced("another instance holds the turn") from exc
+        self.broken = True
+        self._log.warning("turn.not_durable", session_id=key[0], error=str(exc)[:200])
+        with contextlib.suppress(Exception):
+            await takeovers.forget(key)
 
     async def release(self) -> None:
         """This instance stops: the turn is left to another one at once (not after its
@@ -181,6 +206,14 @@ class Checkpointer:
         task = asyncio.get_running_loop().create_task(self.end())
         self.services.ending.add(task)
         task.add_done_callback(self.services.ending.discard)
+
+    async def drop(self) -> None:
+        """The turn will not run after all (its first model call failed): nothing of it is
+        kept, and nobody takes it over."""
+        self.services.resume.durable.discard(self.key)
+        await self.end()
+        with contextlib.suppress(Exception):
+            await self.services.takeovers.forget(self.key)
 
     async def end(self) -> None:
         """The turn ended here: its checkpoint goes (once its end is in the log: a takeover
@@ -236,12 +269,15 @@ async def begin(services: DurableServices, key: Key, first: Checkpoint) -> Check
     if not fence:
         log.warning("turn.not_durable", session_id=key[0], error="held by another instance")
         return None
+    services.resume.durable.add(key)  # (its lease is renewed from now on)
     checkpointer = Checkpointer(services, key, fence, first)
     try:
         await checkpointer.write(first)
     except Fenced:
+        checkpointer.broken = True
+    if checkpointer.broken:
+        services.resume.durable.discard(key)
         return None
-    services.resume.durable.add(key)  # (its lease renews its entry among the durable turns)
     return checkpointer
 
 
@@ -266,7 +302,9 @@ class DurableDriver(AgentDriver):
     ) -> None:
         super().__init__(upstream, turn, settings, parts, started=started, counters=counters)
         self.checkpoints = checkpoints
-        #: A takeover: the step's calls were recorded already.
+        #: The step's calls to send, from its end until they are started, and whether they
+        #: are recorded yet.
+        self._step_calls: list[ReadyCall] | None = None
         self._recorded = False
         #: A takeover: results of the calls that will not run again, written first.
         self._interrupted: list[Chunk] = []
@@ -301,13 +339,17 @@ class DurableDriver(AgentDriver):
         translator = self.parts.translator()
         return translator if redo is None else StepRedo(translator, redo[1])
 
-    def resume_calls(self, again: list[ReadyCall], interrupted: list[ReadyCall]) -> None:
+    def resume_calls(
+        self, again: list[ReadyCall], interrupted: list[ReadyCall], record: bool
+    ) -> None:
         """A takeover while the step's calls ran (or were about to): ``again`` run again —
-        the same idempotency keys — and ``interrupted`` end with an error result saying so."""
-        self._recorded = True
+        the same idempotency keys — and ``interrupted`` end with an error result saying so.
+        ``record``: the calls were never sent (their instance handed the turn over first), so
+        they are recorded as sent before they are (a takeover after this one must not send
+        them once more)."""
         self._interrupted = [self.loop.result(c, _Interrupted()) for c in interrupted]
-        for call in again:
-            self._start(call)
+        self._step_calls = again
+        self._recorded = not record
 
     async def _before_results(self, write: Write) -> bool:
         if self._interrupted:
@@ -315,35 +357,41 @@ class DurableDriver(AgentDriver):
             if not self.turn.guard.in_step:
                 chunks.insert(0, {"type": "start-step"})
             await self._write(write, encode_chunks(self.turn.emit(chunks)))
-        recorded, self._recorded = self._recorded, False
-        if recorded or self.loop.phase is not LoopPhase.RESULTS:
-            return True  # (a continuation's released calls were recorded before it opened)
-        return await self._record_step(write)
-
-    async def _record_step(self, write: Write) -> bool:
-        """The step's calls recorded with its ending, then sent: a takeover never asks the
-        model for this step again, and sends again only the calls their policy allows."""
-        run, out = self.loop.dispatch(self.join.take_ready())
-        if out:
-            await self._write(write, encode_chunks(self.turn.emit(out)))
-        if not run:  # nothing to send: the turn ends, or the next checkpoint comes first
+        if self.loop.phase is not LoopPhase.RESULTS:
+            # a continuation's released calls: recorded before it opened, never sent again
+            self._step_calls, self._recorded = None, False
             return True
+        if self._step_calls is None:  # the model's step just ended: what it called, once
+            run, out = self.loop.dispatch(self.join.take_ready())
+            if out:
+                await self._write(write, encode_chunks(self.turn.emit(out)))
+            self._step_calls = run
+        if not self._recorded and not await self._record_step():
+            return False
+        calls, self._step_calls, self._recorded = self._step_calls, None, False
+        for call in calls:
+            self._start(call)
+        return True
+
+    async def _record_step(self) -> bool:
+        """The step's calls recorded with its ending, before they are sent: a takeover never
+        asks the model for this step again, and sends again only the calls their policy
+        allows. (Kept across a cancellation — a client gone during the write — so the run
+        going on detached sends them.)"""
         ended = self.join.ended
-        assert ended is not None
+        assert ended is not None and self._step_calls is not None
         replays = self.parts.replays
         intents = tuple(
-            Intent(c.call_id, c.name, c.input, replays(c.name), self._key(c.call_id)) for c in run
+            Intent(c.call_id, c.name, c.input, replays(c.name), self._key(c.call_id))
+            for c in self._step_calls
         )
         metadata = ended.message_metadata
-        recorded = await self._checkpoint(
+        self._recorded = await self._checkpoint(
             Stage.RESULTS,
             ended={"finish_reason": ended.finish_reason, "metadata": metadata},
             intents=intents,
         )
-        if recorded:
-            for call in run:
-                self._start(call)
-        return recorded
+        return self._recorded
 
     async def _before_model(self) -> bool:
         return await self._checkpoint(Stage.CALLING)
@@ -358,6 +406,8 @@ class DurableDriver(AgentDriver):
             await self.checkpoints.save(stage, self.loop, self._message(), **recorded)
         except Fenced:
             self.lose()
+            return False
+        if self.lost or self.handed_over:  # (heard meanwhile, from the lease's renewal)
             return False
         if leaving:  # recorded: another instance goes on from here
             await self._leave()

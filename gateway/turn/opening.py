@@ -126,7 +126,7 @@ class Admission:
                 answered: list[Claim] = [*self.answers, *self.questions]
                 await gateway.stores.approvals.release(self.seat.key[0], answered)
             if self.checkpoints is not None:
-                await self.checkpoints.end()
+                await self.checkpoints.drop()
         finally:
             await self.seat.free()
 

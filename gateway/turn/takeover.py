@@ -42,6 +42,7 @@ from chunkbridge.gateway.logging import get_logger
 from chunkbridge.gateway.telemetry import NO_TRACE
 from chunkbridge.gateway.turn.agent import NotOpened
 from chunkbridge.gateway.turn.agent_setup import AgentSetup
+from chunkbridge.gateway.turn.answers import issue_approval
 from chunkbridge.gateway.turn.durable import (
     Checkpointer,
     DurableDriver,
@@ -52,6 +53,7 @@ from chunkbridge.gateway.turn.run import Seat, TurnRun
 from chunkbridge.gateway.turn.transcript import TurnTranscript
 from chunkbridge.kit import TurnInput
 from chunkbridge.protocol_specs.chat_request import ChatRequest
+from chunkbridge.protocol_specs.human_in_the_loop import approval_signature
 from chunkbridge.translators.core.agent_loop import LoopPhase
 from chunkbridge.translators.core.checkpoint import Checkpoint, Stage
 from chunkbridge.translators.core.closing import CloseReason, CloseRequest
@@ -65,6 +67,7 @@ __all__ = ["LOOK_INTERVAL", "Recoverer", "take_over"]
 LOOK_INTERVAL = 0.5
 _EXHAUSTED = "The answer was interrupted too often at the same point and was given up."
 _DIED = "The answer was interrupted: its server stopped."
+_UNREADABLE = "The answer was interrupted and could not be taken up again."
 _COUNTED_ID = re.compile(r"^([a-z]+)-(\d+)$")
 
 
@@ -121,9 +124,18 @@ async def take_over(gateway: Gateway, services: DurableServices, key: Any, fence
     if claimed is None or entries is None or _finished(entries):  # it ended (in part)
         await _settle(services, key, fence, entries)
         return
-    checkpointer = Checkpointer(services, key, fence, Checkpoint.from_json(claimed.body))
-    if claimed.retries > services.max_recoveries or gateway.agent is None:
-        await _give_up(gateway, key, checkpointer, claimed.recoveries)
+    agent = gateway.agent
+    if claimed.retries > services.max_recoveries or agent is None:
+        await _give_up(gateway, key, fence, "turn.recovery_exhausted", claimed.recoveries)
+        return
+    try:
+        checkpointer = Checkpointer(services, key, fence, Checkpoint.from_json(claimed.body))
+        run = await _resumed_run(
+            gateway, agent, key, checkpointer, b"".join(entries), claimed.recoveries
+        )
+    except Exception as exc:  # a checkpoint this version cannot go on from: said, and ended
+        log.error("turn.takeover_failed", session_id=key[0], exc_info=exc)
+        await _give_up(gateway, key, fence, "turn.takeover_failed", claimed.recoveries)
         return
     log.info(
         "turn.taken_over",
@@ -134,8 +146,6 @@ async def take_over(gateway: Gateway, services: DurableServices, key: Any, fence
         seconds=round(time.monotonic() - started, 3),
     )
     gateway.metrics.takeovers.inc()
-    data = b"".join(entries)
-    run = await _resumed_run(gateway, gateway.agent, key, checkpointer, data, claimed.recoveries)
     run.client_disconnected = True  # nobody reads here: into the log only
     await run.end()
 
@@ -150,6 +160,8 @@ async def _resumed_run(
 ) -> TurnRun:
     """The turn rebuilt from its checkpoint and its log, ready to go on (see the module)."""
     checkpoint = checkpointer.last
+    if len(data) < checkpoint.prefix:  # its instance died before its log began
+        checkpointer.last = checkpoint = dataclasses.replace(checkpoint, prefix=0, log_bytes=0)
     request = ChatRequest.model_validate(checkpoint.request)
     turn_input = TurnInput(
         request, key[0], checkpoint.run_id, gateway.dialect_settings, gateway.history
@@ -197,7 +209,7 @@ def _resume_calls(
     again, interrupted = _calls_to_resume(checkpoint, tail)
     gateway.metrics.interrupted_calls.labels("replayed").inc(len(again))
     gateway.metrics.interrupted_calls.labels("refused").inc(len(interrupted))
-    driver.resume_calls(again, interrupted)
+    driver.resume_calls(again, interrupted, record=not checkpoint.sent)
     loop = driver.loop
     if checkpoint.stage is Stage.RELEASED:
         loop.phase = LoopPhase.RELEASED
@@ -218,11 +230,16 @@ def _turn(
 ) -> Turn:
     """The turn as its first owner made it (its message continued from the checkpoint's)."""
     config = gateway.config
+    secret, session_id = gateway.approval_secret, turn_input.session_id
     turn_options = TurnOptions(
         target=checkpoint.target,
         message_id=checkpoint.message_id,
         mask_errors=config.mask_errors,
         known_tools=turn_input.known_tool_calls(),
+        sign_approval=functools.partial(approval_signature, secret) if secret else None,
+        on_approval=functools.partial(
+            issue_approval, gateway.stores.approvals, gateway.metrics, session_id
+        ),
         gateway_tools=agent.names,
         app_tools=agent.policy.app,
         assemble=True,
@@ -247,16 +264,19 @@ def _run(
     transcript = None
     writer = gateway.transcript_writer
     if writer is not None and turn.assembler is not None:
+        checkpoint = checkpointer.last
         transcript = TurnTranscript(
             writer,
             key,
-            checkpointer.last.target,
+            checkpoint.target,
             request,
-            checkpointer.last.message_id,
-            None,
+            checkpoint.message_id,
+            checkpoint.message,
             wait_for_end=False,
             assembler=turn.assembler,
         )
+        if not data:  # its first owner died before it recorded the request
+            transcript.begin()
     services.resume.durable.add(key)  # (before its log: a durable turn's log is strict)
     run = TurnRun(
         driver,
@@ -355,18 +375,23 @@ async def _settle(
         await services.takeovers.forget(key)
 
 
-async def _give_up(gateway: Gateway, key: Any, checkpointer: Checkpointer, recoveries: int) -> None:
-    """The turn died at the same point too often: it ends with an error."""
-    services = checkpointer.services
+async def _give_up(gateway: Gateway, key: Any, fence: int, why: str, recoveries: int) -> None:
+    """The turn cannot go on — it died at the same point too often, or its checkpoint cannot
+    be read here: it ends with an error (``why`` is the log line)."""
+    services = gateway.durable
+    assert services is not None
     get_logger("chunkbridge.durable").error(
-        "turn.recovery_exhausted", session_id=key[0], chat_id=key[1], recoveries=recoveries
+        why, session_id=key[0], chat_id=key[1], recoveries=recoveries
     )
-    gateway.metrics.recoveries_exhausted.inc()
+    if why == "turn.recovery_exhausted":
+        gateway.metrics.recoveries_exhausted.inc()
     log = services.resume.rejoin(key, _Ended())
-    log.append(encode_chunks([{"type": "error", "errorText": _EXHAUSTED}]))
+    text = _EXHAUSTED if why == "turn.recovery_exhausted" else _UNREADABLE
+    log.append(encode_chunks([{"type": "error", "errorText": text}]))
     log.append(b'data: {"type":"finish","finishReason":"error"}\n\n' + DONE_FRAME)
     log.finish()
-    await checkpointer.end()
+    with contextlib.suppress(Exception):
+        await services.checkpoints.forget(key, fence)
 
 
 class _Ended:

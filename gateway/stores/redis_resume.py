@@ -42,17 +42,16 @@ _PREFIX = "chunkbridge"
 _STOP_CHANNEL = f"{_PREFIX}:stop"
 
 #: One command for a whole flush: an XADD per log (the first half of KEYS) of its buffered
-#: bodies (ARGV), where this instance (ARGV[n + 1]) owns the log (the second half of KEYS) —
-#: or nobody does, for a turn that is not durable (ARGV[n + 1 + i] = '0'): never where another
-#: instance took the turn over, nor, for a durable turn, after it lapsed. The indexes of the
-#: logs refused.
+#: bodies (ARGV[i]), where the log's owner key (the second half of KEYS) holds its producer's
+#: token (ARGV[n + i]) — or nothing, for a turn that is not durable (ARGV[2n + i] = '0'):
+#: never where another instance took the turn over or a newer response began, nor, for a
+#: durable turn, after it lapsed. The indexes of the logs refused.
 _XADD_MANY = """
 local n = #KEYS / 2
-local me = ARGV[n + 1]
 local refused = {}
 for i = 1, n do
   local owner = redis.call('GET', KEYS[n + i])
-  if owner == me or ((not owner) and ARGV[n + 1 + i] == '0') then
+  if owner == ARGV[n + i] or ((not owner) and ARGV[2 * n + i] == '0') then
     redis.call('XADD', KEYS[i], '*', 'd', ARGV[i])
   else
     table.insert(refused, i)
@@ -60,19 +59,20 @@ for i = 1, n do
 end
 return refused
 """
-#: The heartbeat: each owner key (KEYS but the last) renewed where it is still this instance's
-#: (ARGV[1]) — or nobody's, for a turn that is not durable — for ARGV[2] ms; a durable turn's
-#: entry in the set of durable turns (the last KEY) too (ARGV[3 + i]: its member, or ''),
-#: scored ARGV[3] (its lease's end). The indexes of the turns this instance lost (another took
-#: them over, or may: a durable turn whose lease lapsed).
+#: The heartbeat: each owner key (KEYS but the last) renewed where it still holds its
+#: producer's token (ARGV[1 + 2i]) — or nothing, for a turn that is not durable — for ARGV[1]
+#: ms; a durable turn's entry in the set of durable turns (the last KEY) too (ARGV[2 + 2i]: its
+#: member, or ''), scored ARGV[2] (its lease's end). The indexes of the turns this instance
+#: lost (another took them over, or may: a durable turn whose lease lapsed).
 _RENEW = """
 local n = #KEYS - 1
 local lost = {}
 for i = 1, n do
   local owner = redis.call('GET', KEYS[i])
-  if owner == ARGV[1] or ((not owner) and ARGV[3 + i] == '') then
-    redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
-    if ARGV[3 + i] ~= '' then redis.call('ZADD', KEYS[n + 1], ARGV[3], ARGV[3 + i]) end
+  local token, durable = ARGV[1 + 2 * i], ARGV[2 + 2 * i]
+  if owner == token or ((not owner) and durable == '') then
+    redis.call('SET', KEYS[i], token, 'PX', ARGV[1])
+    if durable ~= '' then redis.call('ZADD', KEYS[n + 1], ARGV[2], durable) end
   else
     table.insert(lost, i)
   end
@@ -80,8 +80,9 @@ end
 return lost
 """
 #: A log's end (KEYS[1]: the log, KEYS[2]: its owner, KEYS[3]: the durable turns), written only
-#: by its owner (ARGV[1]; or by nobody's, unless the turn is durable: ARGV[4] = '1'); kept
-#: ARGV[2] ms; the turn leaves the durable ones (ARGV[3]).
+#: by its producer (its token ARGV[1] in the owner key; or no token, unless the turn is
+#: durable: ARGV[4] = '1') — never into a newer response's log; kept ARGV[2] ms; the turn
+#: leaves the durable ones (ARGV[3]).
 _END = """
 local owner = redis.call('GET', KEYS[2])
 if owner ~= ARGV[1] and (owner or ARGV[4] == '1') then return 0 end
@@ -107,8 +108,8 @@ return 1
 """
 
 
-#: A new log (KEYS[1]) owned by this instance (ARGV[1], KEYS[2]) for ARGV[2] ms — for a durable
-#: turn (ARGV[3] = '1') only where the owner key is still its own. 1 when it is.
+#: A new log (KEYS[1]) owned by its producer (token ARGV[1], in KEYS[2]) for ARGV[2] ms — for a
+#: durable turn (ARGV[3] = '1') only where the owner key still holds its token. 1 when it is.
 _NEW_LOG = """
 if ARGV[3] == '1' and redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
@@ -139,6 +140,10 @@ class RedisChunkLog:
         #: A durable turn's log: written only while this instance holds the turn (one that
         #: is not durable is written on after a lapse of its lease too: nobody takes it).
         self.strict = key in store.durable
+        #: What the owner key holds while this log's producer owns it: a durable turn's hold
+        #: (instance and fence), else this log's own token — so a late end of an earlier
+        #: response never touches a newer one's.
+        self.owner = store.durable.get(key) or f"{store.instance}:{uuid.uuid4().hex[:12]}"
         #: Redis refused a write: another instance holds the turn.
         self.refused = False
 
@@ -178,7 +183,7 @@ class RedisChunkLog:
         try:
             keys = [self.stream, _base(self.key) + ":owner", DURABLE]
             durable = "1" if self.strict else "0"
-            await store.end_log(keys=keys, args=[store.instance, ttl, member(self.key), durable])
+            await store.end_log(keys=keys, args=[self.owner, ttl, member(self.key), durable])
         except (RedisError, OSError) as exc:
             self.store.log.warning("resume.redis_write_failed", error=str(exc)[:200])
 
@@ -207,8 +212,9 @@ class RedisResumeStore:
         self._renew = self.redis.register_script(_RENEW)
         self.end_log = self.redis.register_script(_END)
         self._new_log = self.redis.register_script(_NEW_LOG)
-        #: The durable turns this instance runs (their leases renew their entry among them).
-        self.durable: set[Key] = set()
+        #: The durable turns this instance holds, and the token of its hold on each (their
+        #: leases renew their entry among the durable turns).
+        self.durable: dict[Key, str] = {}
 
     async def start(self) -> None:
         await self.redis.ping()
@@ -321,7 +327,7 @@ class RedisResumeStore:
         if not keys:
             return
         try:
-            args = [*bodies, self.instance.encode(), *strict]
+            args = [*bodies, *(log.owner.encode() for log in logs), *strict]
             refused: list[int] = await self._xadd_many(keys=keys + owners, args=args)
             for index in refused:
                 logs[index - 1].refused = True
@@ -361,7 +367,7 @@ class RedisResumeStore:
         try:
             owned = await self._new_log(
                 keys=[base + ":log", base + ":owner"],
-                args=[self.instance, int(self.lease * 1000), strict],
+                args=[log.owner if log is not None else "", int(self.lease * 1000), strict],
             )
         except (RedisError, OSError):
             return
@@ -374,7 +380,8 @@ class RedisResumeStore:
         """``log`` ended: its end goes to Redis in the background (a task held until done)."""
         if self._running.get(log.key, (None, None))[1] is log:
             del self._running[log.key]
-        self.durable.discard(log.key)
+        if self.durable.get(log.key) == log.owner:
+            del self.durable[log.key]
         task = asyncio.get_running_loop().create_task(log.close())
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
@@ -382,7 +389,8 @@ class RedisResumeStore:
     def left(self, log: RedisChunkLog) -> None:
         if self._running.get(log.key, (None, None))[1] is log:
             del self._running[log.key]
-        self.durable.discard(log.key)
+        if self.durable.get(log.key) == log.owner:
+            del self.durable[log.key]
 
     def running(self, key: Key) -> Stoppable | None:
         entry = self._running.get(key)
@@ -413,9 +421,11 @@ class RedisResumeStore:
 
     async def _renew_owners(self, running: list[Key], now: float) -> list[int]:
         keys = [_base(key) + ":owner" for key in running] + [DURABLE]
-        members = [member(key) if key in self.durable else "" for key in running]
-        args: list[str | int | float] = [self.instance, int(self.lease * 1000), now + self.lease]
-        args += members
+        args: list[str | int | float] = [int(self.lease * 1000), now + self.lease]
+        for key in running:
+            entry = self._running.get(key)
+            token = entry[1].owner if entry is not None else self.durable.get(key, "")
+            args += [token, member(key) if key in self.durable else ""]
         lost: list[int] = await self._renew(keys=keys, args=args)
         return lost
 

@@ -27,12 +27,14 @@ from chunkbridge.gateway.stores.redis_follow import DURABLE, member
 __all__ = ["RedisTakeovers"]
 
 #: KEYS: the owner key, the fence, the durable set; ARGV: this instance, the lease in ms, the
-#: lease's end, the turn's member. This instance's fence, or 0 (another holds the turn).
+#: lease's end, the turn's member. The owner key holds ``<instance>:<fence>`` from then on.
+#: This instance's fence, or 0 (another instance holds the turn: its owner key is not this
+#: instance's — one of its earlier responses of the chat may still hold it).
 _OWN = """
 local owner = redis.call('GET', KEYS[1])
-if owner and owner ~= ARGV[1] then return 0 end
+if owner and string.sub(owner, 1, #ARGV[1] + 1) ~= ARGV[1] .. ':' then return 0 end
 local fence = redis.call('INCR', KEYS[2])
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('SET', KEYS[1], ARGV[1] .. ':' .. fence, 'PX', ARGV[2])
 redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
 return fence
 """
@@ -40,21 +42,21 @@ return fence
 _CLAIM = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 local fence = redis.call('INCR', KEYS[2])
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('SET', KEYS[1], ARGV[1] .. ':' .. fence, 'PX', ARGV[2])
 redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
 return fence
 """
-#: KEYS: the owner key, the durable set; ARGV: this instance, the member, now. The hold given
-#: up (where it is this instance's), the turn due at once (its readers wait for the takeover
-#: as after a lapse now).
+#: KEYS: the owner key, the durable set; ARGV: the hold's token, the member, now. The hold
+#: given up (where it is still the owner's), the turn due at once (its readers wait for the
+#: takeover as after a lapse now).
 _RELEASE = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[2])
 return 1
 """
-#: KEYS: the owner key, the durable set; ARGV: this instance, the member. The turn leaves the
-#: durable ones, if this instance holds it.
+#: KEYS: the owner key, the durable set; ARGV: the hold's token, the member. The turn leaves
+#: the durable ones, if the hold is still the owner's.
 _FORGET = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 return redis.call('ZREM', KEYS[2], ARGV[2])
@@ -84,6 +86,10 @@ class RedisTakeovers:
         lease_ms = int(self.lease * 1000)
         return [self.instance, lease_ms, time.time() + self.lease, member(key)]
 
+    def token(self, fence: int) -> str:
+        """What the owner key holds while this instance holds a turn under ``fence``."""
+        return f"{self.instance}:{fence}"
+
     async def own(self, key: Key) -> int:
         """A new durable turn of this instance's: its fence (0: another instance holds it)."""
         return int(await self._own(keys=self._keys(key), args=self._args(key)))
@@ -102,19 +108,20 @@ class RedisTakeovers:
             keys.append((session_id, chat_id))
         return keys
 
-    async def release(self, key: Key) -> bool:
-        """Hand ``key`` over (this instance stops): whether it held it."""
+    async def release(self, key: Key, fence: int) -> bool:
+        """Hand ``key`` over (this instance stops): whether it held it under ``fence``."""
         owner, _, durable = self._keys(key)
-        args: list[str | float] = [self.instance, member(key), time.time()]
+        args: list[str | float] = [self.token(fence), member(key), time.time()]
         return bool(await self._release(keys=[owner, durable], args=args))
 
-    async def forget(self, key: Key) -> None:
+    async def forget(self, key: Key, fence: int) -> None:
         """``key`` is no durable turn any more (it ended with no log to end, or it cannot be
-        recorded), where this instance holds it (another that took it over keeps it)."""
+        recorded), where it is held under ``fence`` (an instance that took it over keeps
+        it)."""
         owner, _, durable = self._keys(key)
-        await self._forget(keys=[owner, durable], args=[self.instance, member(key)])
+        await self._forget(keys=[owner, durable], args=[self.token(fence), member(key)])
 
-    async def holds(self, key: Key) -> bool:
-        """Whether this instance holds ``key`` (no other took it over)."""
+    async def holds(self, key: Key, fence: int) -> bool:
+        """Whether ``key`` is held under ``fence`` (no other instance took it over)."""
         owner = await self.redis.get(self._keys(key)[0])
-        return (owner.decode() if isinstance(owner, bytes) else owner) == self.instance
+        return (owner.decode() if isinstance(owner, bytes) else owner) == self.token(fence)

@@ -180,7 +180,7 @@ class Checkpointer:
         an older one could send a call twice), unless it is no longer this instance's."""
         takeovers, key = self.services.takeovers, self.key
         try:
-            holds = await takeovers.holds(key)
+            holds = await takeovers.holds(key, self.fence)
         except Exception:  # Redis is away too: nobody can take it over either
             holds = True
         if not holds:
@@ -188,7 +188,7 @@ class Checkpointer:
         self.broken = True
         self._log.warning("turn.not_durable", session_id=key[0], error=str(exc)[:200])
         with contextlib.suppress(Exception):
-            await takeovers.forget(key)
+            await takeovers.forget(key, self.fence)
 
     async def release(self) -> None:
         """This instance stops: the turn is left to another one at once (not after its
@@ -196,7 +196,7 @@ class Checkpointer:
         try:
             if self.log is not None:
                 await self.log.flushed()
-            await self.services.takeovers.release(self.key)
+            await self.services.takeovers.release(self.key, self.fence)
         except Exception as exc:  # then it is taken over when its lease lapses
             self._log.warning("turn.release_failed", session_id=self.key[0], error=str(exc)[:200])
         get_logger("chunkbridge.durable").info("turn.handed_over", session_id=self.key[0])
@@ -210,10 +210,10 @@ class Checkpointer:
     async def drop(self) -> None:
         """The turn will not run after all (its first model call failed): nothing of it is
         kept, and nobody takes it over."""
-        self.services.resume.durable.discard(self.key)
+        self.services.resume.durable.pop(self.key, None)
         await self.end()
         with contextlib.suppress(Exception):
-            await self.services.takeovers.forget(self.key)
+            await self.services.takeovers.forget(self.key, self.fence)
 
     async def end(self) -> None:
         """The turn ended here: its checkpoint goes (once its end is in the log: a takeover
@@ -269,14 +269,15 @@ async def begin(services: DurableServices, key: Key, first: Checkpoint) -> Check
     if not fence:
         log.warning("turn.not_durable", session_id=key[0], error="held by another instance")
         return None
-    services.resume.durable.add(key)  # (its lease is renewed from now on)
+    # its lease is renewed from now on; its log (begun later) is written under this hold
+    services.resume.durable[key] = services.takeovers.token(fence)
     checkpointer = Checkpointer(services, key, fence, first)
     try:
         await checkpointer.write(first)
     except Fenced:
         checkpointer.broken = True
     if checkpointer.broken:
-        services.resume.durable.discard(key)
+        services.resume.durable.pop(key, None)
         return None
     return checkpointer
 

@@ -277,7 +277,8 @@ def _run(
         )
         if not data:  # its first owner died before it recorded the request
             transcript.begin()
-    services.resume.durable.add(key)  # (before its log: a durable turn's log is strict)
+    # (before its log: a durable turn's log is written under its hold)
+    services.resume.durable[key] = services.takeovers.token(checkpointer.fence)
     run = TurnRun(
         driver,
         seat,
@@ -363,6 +364,7 @@ async def _settle(
     (its client saw it fail; nothing was streamed). A log begun ends (as an interruption when
     its answer never finished); the turn leaves the durable ones."""
     if entries:
+        services.resume.durable[key] = services.takeovers.token(fence)
         log = services.resume.rejoin(key, _Ended())
         if not _finished(entries):
             log.append(encode_chunks([{"type": "error", "errorText": _DIED}]))
@@ -372,7 +374,7 @@ async def _settle(
         log.finish()
     with contextlib.suppress(Exception):
         await services.checkpoints.forget(key, fence)
-        await services.takeovers.forget(key)
+        await services.takeovers.forget(key, fence)
 
 
 async def _give_up(gateway: Gateway, key: Any, fence: int, why: str, recoveries: int) -> None:
@@ -385,6 +387,7 @@ async def _give_up(gateway: Gateway, key: Any, fence: int, why: str, recoveries:
     )
     if why == "turn.recovery_exhausted":
         gateway.metrics.recoveries_exhausted.inc()
+    services.resume.durable[key] = services.takeovers.token(fence)
     log = services.resume.rejoin(key, _Ended())
     text = _EXHAUSTED if why == "turn.recovery_exhausted" else _UNREADABLE
     log.append(encode_chunks([{"type": "error", "errorText": text}]))

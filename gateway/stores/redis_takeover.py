@@ -4,8 +4,9 @@ whose instance died.
 * ``chunkbridge:durable`` — a sorted set of the durable turns that run, scored by the end of
   their owner's lease (renewed with it, by the resume store's heartbeat);
 * ``chunkbridge:<session>:<chat>:fence`` — a counter raised by every hold on the turn: its
-  first owner's, each takeover's. The holder writes its checkpoints under it, so a former
-  owner that wakes up (paused past its lease) finds its writes refused.
+  first owner's, each takeover's (kept a week past the last). The holder writes its
+  checkpoints under it, so a former owner that wakes up (paused past its lease) finds its
+  writes refused.
 
 Every instance looks for turns whose lease lapsed (:meth:`RedisTakeovers.due`) and claims them
 in one script (:meth:`RedisTakeovers.claim`): only where nobody holds the owner key, so two
@@ -34,6 +35,7 @@ _OWN = """
 local owner = redis.call('GET', KEYS[1])
 if owner and string.sub(owner, 1, #ARGV[1] + 1) ~= ARGV[1] .. ':' then return 0 end
 local fence = redis.call('INCR', KEYS[2])
+redis.call('PEXPIRE', KEYS[2], ARGV[5])
 redis.call('SET', KEYS[1], ARGV[1] .. ':' .. fence, 'PX', ARGV[2])
 redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
 return fence
@@ -42,6 +44,7 @@ return fence
 _CLAIM = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 local fence = redis.call('INCR', KEYS[2])
+redis.call('PEXPIRE', KEYS[2], ARGV[5])
 redis.call('SET', KEYS[1], ARGV[1] .. ':' .. fence, 'PX', ARGV[2])
 redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
 return fence
@@ -61,6 +64,9 @@ _FORGET = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 return redis.call('ZREM', KEYS[2], ARGV[2])
 """
+#: How long a chat's fence counter outlives its last hold (a week: far past any turn, so a
+#: counter never starts again under a turn that runs).
+_FENCE_TTL_MS = 7 * 86_400_000
 #: Turns looked at per look.
 _BATCH = 16
 
@@ -84,7 +90,7 @@ class RedisTakeovers:
 
     def _args(self, key: Key) -> list[Any]:
         lease_ms = int(self.lease * 1000)
-        return [self.instance, lease_ms, time.time() + self.lease, member(key)]
+        return [self.instance, lease_ms, time.time() + self.lease, member(key), _FENCE_TTL_MS]
 
     def token(self, fence: int) -> str:
         """What the owner key holds while this instance holds a turn under ``fence``."""

@@ -252,7 +252,12 @@ class SqlTranscriptStore:
                 " AND c.chat_id = cb_messages.chat_id AND c.updated_at < ?)",
                 (older_than,),
             )
-            gone = cur.execute("DELETE FROM cb_chats WHERE updated_at < ?", (older_than,))
-            return int(gone.rowcount)
+            gone = int(
+                cur.execute("DELETE FROM cb_chats WHERE updated_at < ?", (older_than,)).rowcount
+            )
+            # durable turns' checkpoints left by a failure to forget them (a running turn's
+            # is written at every step)
+            cur.execute("DELETE FROM cb_turns WHERE updated_at < ?", (older_than,))
+            return gone
 
         return await self.database.transaction(work)

@@ -215,6 +215,8 @@ class Claimed:
     body: bytes
     recoveries: int
     retries: int
+    #: What the turn's first checkpoint wrote once for all (its request, its message's start).
+    head: bytes
 
 
 class CheckpointStore(Protocol):
@@ -224,8 +226,11 @@ class CheckpointStore(Protocol):
     changes nothing, and says so — how a paused owner that woke up learns it lost the turn.
     Every method may raise :class:`StoreUnavailable`."""
 
-    async def save(self, key: Key, fence: int, seq: int, body: bytes) -> bool:
-        """Write the turn's checkpoint; ``False``: a higher fence holds it (nothing written)."""
+    async def save(
+        self, key: Key, fence: int, seq: int, body: bytes, head: bytes | None = None
+    ) -> bool:
+        """Write the turn's checkpoint — with its ``head``, the first (``seq`` 1); ``False``:
+        a higher fence holds it, or, past the first, the turn has no row (it ended)."""
 
     async def claim(self, key: Key, fence: int) -> Claimed | None:
         """Hold the turn under ``fence`` from now on (the lower ones' writes fail), counting

@@ -31,9 +31,10 @@ class SqlCheckpointStore:
         self.database = database
         json_param = "?" if database.json_type == "TEXT" else "CAST(? AS JSONB)"
         self._upsert = (
-            "INSERT INTO cb_turns (session_id, chat_id, fence, seq, body, updated_at)"
-            f" VALUES (?, ?, ?, ?, {json_param}, ?) ON CONFLICT (session_id, chat_id) DO UPDATE"
-            " SET fence = excluded.fence, seq = excluded.seq, body = excluded.body,"
+            "INSERT INTO cb_turns (session_id, chat_id, fence, seq, head, body, updated_at)"
+            f" VALUES (?, ?, ?, ?, {json_param}, {json_param}, ?) ON CONFLICT (session_id,"
+            " chat_id) DO UPDATE SET fence = excluded.fence, seq = excluded.seq,"
+            " head = excluded.head, body = excluded.body,"
             " recoveries = 0, retries = 0, updated_at = excluded.updated_at"
             " WHERE cb_turns.fence <= excluded.fence"
         )
@@ -43,12 +44,14 @@ class SqlCheckpointStore:
             f" seq = ?, body = {json_param}, updated_at = ? WHERE {_KEY} AND fence <= ?"
         )
 
-    async def save(self, key: Key, fence: int, seq: int, body: bytes) -> bool:
+    async def save(
+        self, key: Key, fence: int, seq: int, body: bytes, head: bytes | None = None
+    ) -> bool:
         now = time.time()
 
         def work(cur: Cursor) -> bool:
-            if seq == 1:  # a new turn (the row of an ended one is gone)
-                row = (*key, fence, seq, body.decode(), now)
+            if seq == 1:  # a new turn (the row of an ended one is gone): its head too
+                row = (*key, fence, seq, (head or b"{}").decode(), body.decode(), now)
                 return bool(cur.execute(self._upsert, row).rowcount)
             # a turn going on: its row must be there (gone: it ended, on another instance)
             params = (seq, seq, body.decode(), now, *key, fence)
@@ -67,10 +70,14 @@ class SqlCheckpointStore:
             )
             if not raised.rowcount:
                 return None
+            head_text = body_text.replace("body", "head")
             row = cur.execute(
-                f"SELECT {body_text}, recoveries, retries FROM cb_turns WHERE {_KEY}", key
+                f"SELECT {head_text}, {body_text}, recoveries, retries FROM cb_turns WHERE {_KEY}",
+                key,
             ).fetchone()
-            return None if row is None else Claimed(str(row[0]).encode(), row[1], row[2])
+            if row is None:
+                return None
+            return Claimed(str(row[1]).encode(), row[2], row[3], str(row[0]).encode())
 
         return await self.database.transaction(work)
 

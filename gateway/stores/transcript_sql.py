@@ -59,7 +59,8 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
         2,
         (  # durable turns' checkpoints (:mod:`~chunkbridge.gateway.stores.checkpoint_sql`)
             "CREATE TABLE cb_turns (session_id TEXT NOT NULL, chat_id TEXT NOT NULL,"
-            " fence BIGINT NOT NULL, seq INTEGER NOT NULL, body {json} NOT NULL,"
+            " fence BIGINT NOT NULL, seq INTEGER NOT NULL, head {json} NOT NULL,"
+            " body {json} NOT NULL,"
             " recoveries INTEGER NOT NULL DEFAULT 0, retries INTEGER NOT NULL DEFAULT 0,"
             " updated_at DOUBLE PRECISION NOT NULL, PRIMARY KEY (session_id, chat_id))",
         ),

@@ -131,7 +131,6 @@ class Checkpointer:
         self,
         stage: Stage,
         loop: AgentLoop,
-        message: dict[str, Any] | None,
         *,
         ended: dict[str, Any] | None = None,
         intents: tuple[Intent, ...] = (),
@@ -144,7 +143,6 @@ class Checkpointer:
         checkpoint = self.last.next(
             stage,
             loop=loop.state(),
-            message=message,
             log_bytes=written,
             ended=ended,
             intents=intents,
@@ -164,8 +162,9 @@ class Checkpointer:
         try:
             if self.log is not None and not await self.log.flushed():
                 raise Fenced("Redis refused the turn's chunks: another instance holds it")
+            head = checkpoint.head_json() if checkpoint.seq == 1 else None
             saved = await self.services.checkpoints.save(
-                self.key, self.fence, checkpoint.seq, checkpoint.to_json()
+                self.key, self.fence, checkpoint.seq, checkpoint.to_json(), head
             )
         except (StoreUnavailable, OSError, RedisError) as exc:
             await self._unrecorded(exc)
@@ -244,15 +243,15 @@ def first_checkpoint(
     return Checkpoint(
         seq=1,
         stage=Stage.CALLING if released is None else Stage.RELEASED,
-        request=request,
         run_id=run_id,
         message_id=message_id,
         target=target,
-        message=continued,
         log_bytes=header,
         prefix=header,
         loop={},
         intents=intents,
+        request=request,
+        continued=continued,
     )
 
 
@@ -404,7 +403,7 @@ class DurableDriver(AgentDriver):
         if leaving and stage is Stage.RESULTS:
             recorded["sent"] = False  # (the calls wait for the instance going on with it)
         try:
-            await self.checkpoints.save(stage, self.loop, self._message(), **recorded)
+            await self.checkpoints.save(stage, self.loop, **recorded)
         except Fenced:
             self.lose()
             return False

@@ -37,6 +37,8 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
+import orjson
+
 from chunkbridge.gateway.errors import TurnInProgress
 from chunkbridge.gateway.logging import get_logger
 from chunkbridge.gateway.telemetry import NO_TRACE
@@ -129,7 +131,8 @@ async def take_over(gateway: Gateway, services: DurableServices, key: Any, fence
         await _give_up(gateway, key, fence, "turn.recovery_exhausted", claimed.recoveries)
         return
     try:
-        checkpointer = Checkpointer(services, key, fence, Checkpoint.from_json(claimed.body))
+        checkpoint = Checkpoint.from_json(claimed.body, claimed.head)
+        checkpointer = Checkpointer(services, key, fence, checkpoint)
         run = await _resumed_run(
             gateway, agent, key, checkpointer, b"".join(entries), claimed.recoveries
         )
@@ -173,9 +176,10 @@ async def _resumed_run(
         gateway.translator_options, id_factory=_ids_after([*before, *tail])
     )
     turn = _turn(gateway, agent, turn_input, checkpoint, options)
-    for chunk in before:  # what readers saw up to the checkpoint: the guard's state
-        turn.guard.feed(chunk)
-    turn.emit(tail)  # and after it: the guard's and the assembler's
+    turn.emit(before)  # what readers saw up to the checkpoint: the message then, the guard's
+    assert turn.assembler is not None
+    message = orjson.loads(orjson.dumps(turn.assembler.message))  # (a copy: it goes on)
+    turn.emit(tail)  # and after it
     parts = agent.parts(
         model_input,
         gateway.connector,
@@ -191,10 +195,9 @@ async def _resumed_run(
     counters = gateway.metrics
     driver = DurableDriver(NotOpened(), turn, settings, parts, checkpointer, counters=counters)
     if checkpoint.stage is Stage.CALLING:
-        message = checkpoint.message
         first = functools.partial(gateway.connector.open, model_input, NO_TRACE.upstream_call({}))
-        opening = first if message is None else functools.partial(parts.open_step, message)
-        driver.redo_step(opening, [*before, *tail])
+        again = functools.partial(parts.open_step, message)
+        driver.redo_step(again if checkpoint.loop else first, [*before, *tail])
         parts.loop.phase = LoopPhase.CALLING
     else:
         _resume_calls(gateway, driver, checkpoint, tail)
@@ -243,7 +246,7 @@ def _turn(
         gateway_tools=agent.names,
         app_tools=agent.policy.app,
         assemble=True,
-        continued=checkpoint.message,
+        continued=checkpoint.continued,
     )
     return Turn(gateway.dialect.translator(options), turn_options)
 
@@ -271,7 +274,7 @@ def _run(
             checkpoint.target,
             request,
             checkpoint.message_id,
-            checkpoint.message,
+            checkpoint.continued,
             wait_for_end=False,
             assembler=turn.assembler,
         )

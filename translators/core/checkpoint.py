@@ -1,18 +1,20 @@
 """What a durable loop turn records of itself, so that another instance can go on with it.
 
-A checkpoint is data — JSON in the store — never inferred from the bytes sent: the request the
-turn sends (to build its next model request again), where the loop is (:class:`Stage`, and the
-loop's own state: steps, usage, reports), the assistant message assembled so far and how many
+A checkpoint is data — JSON in the store — never inferred from the bytes sent. Its *head*, the
+same for the whole turn, is written once, with the first: the request the turn sends (to build
+its next model request again) and the assistant message it continues. Each checkpoint then says
+where the loop is (:class:`Stage`, and the loop's own state: steps, usage, reports), how many
 bytes of the chunk log it stands for, and, while tools run, the calls of the step (each with
-whether it may run again). What readers saw past that many bytes — the *tail* — is read from
-the chunk log by the instance that takes over: results that came in, or a model step that was
-streaming.
+whether it may run again). The message assembled so far is not stored again at every step: it
+is what the chunk log holds up to that many bytes, which a takeover reads back (the same
+chunks build the same message). What readers saw past them — the *tail* — tells the taker the
+rest: results that came in, or a model step that was streaming.
 
 Checkpoints are written at the loop's boundaries, each before what it guards is done:
 
 * ``calling`` — before a model call (the turn's first, and after each step's results): a
-  takeover calls the model again with :attr:`Checkpoint.message`; a step that was streaming
-  is done again;
+  takeover calls the model again with the message so far; a step that was streaming is done
+  again;
 * ``results`` — when the model's step ended, before its calls are sent: the step's ending (its
   finishReason and metadata) and its calls are recorded, so the model is never asked for that
   step again; a call without a result in the tail runs again only where its replay policy says
@@ -69,44 +71,64 @@ class Checkpoint:
     #: Written in order: 1 for the turn's first.
     seq: int
     stage: Stage
-    #: The request as the turn sends it (``ChatRequest`` JSON), and what the upstream gets.
-    request: dict[str, Any]
     run_id: str
     message_id: str
     #: The AI SDK major the stream is written for.
     target: int
-    #: The assistant message assembled so far (``None`` before anything was written).
-    message: dict[str, Any] | None
-    #: Bytes of the chunk log :attr:`message` stands for; of them, the first ``prefix`` are
+    #: Bytes of the chunk log this checkpoint stands for; of them, the first ``prefix`` are
     #: not the turn's own chunks (the trace comment, the resume prefix: a continuation's
     #: message replayed for fresh readers).
     log_bytes: int
     prefix: int
-    #: :meth:`AgentLoop.state <chunkbridge.translators.core.agent_loop.AgentLoop.state>`.
+    #: :meth:`AgentLoop.state <chunkbridge.translators.core.agent_loop.AgentLoop.state>`
+    #: (empty: the loop has not begun).
     loop: dict[str, Any]
-    #: ``results``: the model step's ending (``finish_reason``, ``message_metadata``).
+    #: ``results``: the model step's ending (``finish_reason``, ``metadata``).
     ended: dict[str, Any] | None = None
     #: ``results`` / ``released``: the calls being sent — or, with ``sent`` false, about to
     #: be: their instance stopped on purpose before it sent them (they all run after it).
     intents: tuple[Intent, ...] = ()
     sent: bool = True
-    #: What the request answered (approvals, questions): the continuation's, settled by it.
-    extra: dict[str, Any] = field(default_factory=dict)
+    #: The head: the request as the turn sends it (``ChatRequest`` JSON), and the assistant
+    #: message it continues (``None``: a new one).
+    request: dict[str, Any] = field(default_factory=dict)
+    continued: dict[str, Any] | None = None
 
     def next(self, stage: Stage, **changes: Any) -> Checkpoint:
         """The turn's next checkpoint."""
         return replace(self, seq=self.seq + 1, stage=stage, **changes)
 
     def to_json(self) -> bytes:
-        data = asdict(self)
-        try:
-            return orjson.dumps(data)
-        except orjson.JSONEncodeError:  # an integer past 64 bits in a call's input (valid JSON)
-            return json.dumps(data, separators=(",", ":")).encode()
+        """The checkpoint without its head."""
+        return _dumps(
+            {
+                "seq": self.seq,
+                "stage": self.stage.value,
+                "run_id": self.run_id,
+                "message_id": self.message_id,
+                "target": self.target,
+                "log_bytes": self.log_bytes,
+                "prefix": self.prefix,
+                "loop": self.loop,
+                "ended": self.ended,
+                "intents": [asdict(intent) for intent in self.intents],
+                "sent": self.sent,
+            }
+        )
+
+    def head_json(self) -> bytes:
+        return _dumps({"request": self.request, "continued": self.continued})
 
     @classmethod
-    def from_json(cls, body: bytes | str) -> Checkpoint:
+    def from_json(cls, body: bytes | str, head: bytes | str) -> Checkpoint:
         data = orjson.loads(body)
         data["stage"] = Stage(data["stage"])
-        data["intents"] = tuple(Intent(**intent) for intent in data.get("intents", ()))
-        return cls(**data)
+        data["intents"] = tuple(Intent(**intent) for intent in data["intents"])
+        return cls(**data, **orjson.loads(head))
+
+
+def _dumps(data: Any) -> bytes:
+    try:
+        return orjson.dumps(data)
+    except orjson.JSONEncodeError:  # an integer past 64 bits in a call's input (valid JSON)
+        return json.dumps(data, separators=(",", ":")).encode()

@@ -55,6 +55,10 @@ class ResumeLog(ChunkSink, Protocol):
         """This instance writes no more of the log, which another one goes on with (a durable
         turn taken over, or handed over): not its end."""
 
+    async def settled(self) -> bool:
+        """Whether the log holds what was appended — ``False``: it refused it, another
+        instance holds the turn. Only a durable turn's log waits for its store to say so."""
+
 
 class Stoppable(Protocol):
     """A running turn as a resume store holds it: something a stop request can end."""

@@ -43,6 +43,9 @@ class ChunkLog:
     def leave(self) -> None:  # (one process: nobody goes on with it)
         self.finish()
 
+    async def settled(self) -> bool:
+        return True
+
     def _wake(self) -> None:
         waiters, self._waiters = self._waiters, []
         for waiter in waiters:

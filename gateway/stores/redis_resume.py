@@ -152,6 +152,14 @@ class RedisChunkLog:
         self.written += len(body)
         self.store.schedule(self)
 
+    async def settled(self) -> bool:
+        if not self.strict:  # (nobody else writes a turn that is not durable)
+            return True
+        try:
+            return await self.flushed()
+        except StoreUnavailable:
+            return True  # (Redis away: nobody can have taken it over either)
+
     async def flushed(self) -> bool:
         """Everything appended so far is in Redis (a durable turn's checkpoint waits for it);
         ``False`` when Redis refused it: another instance holds the turn."""

@@ -366,8 +366,9 @@ class DurableDriver(AgentDriver):
             if out:
                 await self._write(write, encode_chunks(self.turn.emit(out)))
             self._step_calls = run
-        if not self._recorded and not await self._record_step():
-            return False
+        if self._step_calls and not self._recorded and not await self._record_step():
+            return False  # (a step that sends nothing has nothing to record: the next
+            # checkpoint, or the turn's end, comes first)
         calls, self._step_calls, self._recorded = self._step_calls, None, False
         for call in calls:
             self._start(call)

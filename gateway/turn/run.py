@@ -160,6 +160,8 @@ class TurnRun:
         # with resume on, a client that goes away detaches: the turn runs on into its log
         self.on_disconnect = "detach" if resume is not None else services.on_disconnect
         self.client_disconnected = False
+        #: The chunk log refused this run's writes: the turn goes on on another instance.
+        self.elsewhere = False
         #: The background task of a detached turn (a strong reference keeps it alive).
         self.detached_task: asyncio.Task[None] | None = None
         self._approvals = services.approvals
@@ -194,7 +196,7 @@ class TurnRun:
         if not await until_first(self.driver.run(self._tee(write)), gone):
             self.client_disconnected = True
             return False
-        if self.driver.outcome().elsewhere:  # it goes on on another instance
+        if self.driver.outcome().elsewhere or not await self._settled():  # it goes on elsewhere
             await self._free()
             return True
         if self.chunk_log is not None:
@@ -225,6 +227,14 @@ class TurnRun:
         self.trace.event("chunkbridge.stop")
         self.driver.stop(_ABORTED)
         return True
+
+    async def _settled(self) -> bool:
+        """The chunk log holds what this run wrote — ``False`` when it refused it: another
+        instance holds the turn (a durable turn taken over while this one was paused) and
+        records its end."""
+        if self.chunk_log is not None and not await self.chunk_log.settled():
+            self.elsewhere = True
+        return not self.elsewhere
 
     def lost(self) -> None:
         """Another instance took the turn over: it ends here, unheard."""
@@ -267,7 +277,8 @@ class TurnRun:
         try:
             await driver.run(self._tee(_discard))  # nobody reads: into the log only
             if self.chunk_log is not None and not driver.outcome().elsewhere:
-                self.chunk_log.append(DONE_FRAME)
+                if await self._settled():
+                    self.chunk_log.append(DONE_FRAME)
         finally:
             await driver.aclose(abort=driver.outcome().abandoned)
             await self._free()
@@ -287,7 +298,7 @@ class TurnRun:
 
     def _ended(self) -> None:
         outcome = self.driver.outcome()
-        if outcome.elsewhere:  # its end is the other instance's to record
+        if outcome.elsewhere or self.elsewhere:  # its end is the other instance's to record
             if self.chunk_log is not None:
                 self.chunk_log.leave()
         else:

@@ -28,21 +28,15 @@ from chunkbridge.gateway.stores.redis_follow import DURABLE, member
 __all__ = ["RedisTakeovers"]
 
 #: KEYS: the owner key, the fence, the durable set; ARGV: this instance, the lease in ms, the
-#: lease's end, the turn's member. The owner key holds ``<instance>:<fence>`` from then on.
-#: This instance's fence, or 0 (another instance holds the turn: its owner key is not this
-#: instance's — one of its earlier responses of the chat may still hold it).
-_OWN = """
+#: lease's end, the turn's member, the fence's time to live, and ``own`` (a new turn of this
+#: instance's: not where another instance holds the owner key — one of this instance's earlier
+#: responses of the chat may still hold it) or ``claim`` (a takeover: only where nobody holds
+#: it). The owner key holds ``<instance>:<fence>`` from then on. The new fence, or 0.
+_HOLD = """
 local owner = redis.call('GET', KEYS[1])
-if owner and string.sub(owner, 1, #ARGV[1] + 1) ~= ARGV[1] .. ':' then return 0 end
-local fence = redis.call('INCR', KEYS[2])
-redis.call('PEXPIRE', KEYS[2], ARGV[5])
-redis.call('SET', KEYS[1], ARGV[1] .. ':' .. fence, 'PX', ARGV[2])
-redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
-return fence
-"""
-#: The same, only where nobody holds it (a takeover): 0 when somebody does.
-_CLAIM = """
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+if owner and (ARGV[6] == 'claim' or string.sub(owner, 1, #ARGV[1] + 1) ~= ARGV[1] .. ':') then
+  return 0
+end
 local fence = redis.call('INCR', KEYS[2])
 redis.call('PEXPIRE', KEYS[2], ARGV[5])
 redis.call('SET', KEYS[1], ARGV[1] .. ':' .. fence, 'PX', ARGV[2])
@@ -79,8 +73,7 @@ class RedisTakeovers:
         self.instance = instance
         self.lease = lease
         self.log = log
-        self._own = client.register_script(_OWN)
-        self._claim = client.register_script(_CLAIM)
+        self._hold = client.register_script(_HOLD)
         self._release = client.register_script(_RELEASE)
         self._forget = client.register_script(_FORGET)
 
@@ -88,9 +81,11 @@ class RedisTakeovers:
         base = f"chunkbridge:{key[0]}:{key[1]}"
         return [base + ":owner", base + ":fence", DURABLE]
 
-    def _args(self, key: Key) -> list[Any]:
+    async def _held(self, key: Key, how: str) -> int:
         lease_ms = int(self.lease * 1000)
-        return [self.instance, lease_ms, time.time() + self.lease, member(key), _FENCE_TTL_MS]
+        args: list[str | int | float] = [self.instance, lease_ms, time.time() + self.lease]
+        args += [member(key), _FENCE_TTL_MS, how]
+        return int(await self._hold(keys=self._keys(key), args=args))
 
     def token(self, fence: int) -> str:
         """What the owner key holds while this instance holds a turn under ``fence``."""
@@ -98,11 +93,11 @@ class RedisTakeovers:
 
     async def own(self, key: Key) -> int:
         """A new durable turn of this instance's: its fence (0: another instance holds it)."""
-        return int(await self._own(keys=self._keys(key), args=self._args(key)))
+        return await self._held(key, "own")
 
     async def claim(self, key: Key) -> int:
         """Take over ``key`` if nobody holds it: the new fence, or 0."""
-        return int(await self._claim(keys=self._keys(key), args=self._args(key)))
+        return await self._held(key, "claim")
 
     async def due(self) -> list[Key]:
         """Durable turns whose owner's lease has ended."""

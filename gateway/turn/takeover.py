@@ -4,11 +4,12 @@ Every instance of a durable gateway looks for turns whose owner's lease lapsed
 (:class:`Recoverer`, every :data:`LOOK_INTERVAL`), claims each in Redis — a new, higher fence —
 and raises the fence of its checkpoint row to it (:func:`take_over`), so its former owner can
 write nothing more. The turn is then rebuilt from its checkpoint and from what readers saw: the
-chunk log read back, its bytes up to the checkpoint fed to the guard (its state is the readers'),
-those after it — the *tail* — to the guard and the assembler. From there it goes on as the
-checkpoint's stage says (:mod:`~chunkbridge.translators.core.checkpoint`):
+chunk log read back, its chunks up to the checkpoint fed to the turn (its guard's state is the
+readers', its assembler's message the one the checkpoint stands for), then those after it — the
+*tail*. From there it goes on as the checkpoint's stage says
+(:mod:`~chunkbridge.translators.core.checkpoint`):
 
-* ``calling`` — the model is called again with the checkpoint's message; a step it was
+* ``calling`` — the model is called again with the message at the checkpoint; a step it was
   streaming is made again as a continuation of what readers saw of it
   (:class:`~chunkbridge.translators.core.redo.StepRedo`: no text twice). None of that step's
   calls ran: a durable turn sends its calls only once the step is recorded;
@@ -302,8 +303,8 @@ def _run(
 
 async def _seat(gateway: Gateway, key: Any) -> str:
     """The session's turn, held for the continuation (the dead owner's hold lapsed with its
-    lease): its member across instances ("" when a new turn of the session got in first — both
-    run then, said in a log line)."""
+    lease): its member across instances ("" when a new turn of the session got in first, said
+    in a log line)."""
     gateway.turns.hold(key[0], sys.maxsize)  # (admitted once already)
     services = gateway.durable
     assert services is not None

@@ -184,9 +184,11 @@ def durable_world(
     lease: float = 1.5,
     slow: float = 0.6,
     extra: tuple[str, ...] = (),
+    tools: str = "",
 ) -> Iterator[tuple[Model, Cluster, Path]]:
-    """The model, ``count`` started instances (``store``: the store's flags), and the MCP
-    servers' execution log."""
+    """The model, ``count`` started instances (``store``: the store's flags; ``extra``: more
+    flags; ``tools``: more lines of the tool server's table), and the MCP servers' execution
+    log."""
     model = Model()
     executions = tmp / "executions"
     executions.touch()
@@ -197,7 +199,7 @@ def durable_world(
         f"args = [{orjson.dumps(str(SERVER)).decode()}]\n"
         f"env = {{ DURABLE_LOG = {orjson.dumps(str(executions)).decode()}, "
         f'DURABLE_SLOW = "{slow}" }}\n'
-        'approval = "never"\n'
+        'approval = "never"\n' + tools
     )
     app = Starlette(routes=[Route("/{path:path}", model.handle, methods=["POST"])])
     with app_thread(app) as upstream:

@@ -28,6 +28,7 @@ def first() -> Checkpoint:
         loop={},
         request={"id": "c1", "messages": [{"id": "u1", "role": "user", "parts": []}]},
         continued=None,
+        denied=("call_0",),
     )
 
 

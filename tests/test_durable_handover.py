@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 from redis import Redis
 
+from tests.conformance.harness import chat_loop
 from tests.durable_harness import (
     FINAL,
     LONG,
@@ -178,3 +179,48 @@ def test_a_turn_that_keeps_dying_at_one_point_ends_with_an_error(
     for major, verdict in real_clients.check(follower.body).items():
         assert verdict.ok and verdict.error_text == errors[0]["errorText"], (major, verdict)
     assert "turn.recovery_exhausted" in output
+
+
+def test_a_continuation_taken_over_before_it_began_sends_its_denials(
+    redis_url: str, postgres_url: str, tmp_path: Path, real_clients: Any
+) -> None:
+    """The app denies the charge; the instance the continuation reaches dies right after its
+    first checkpoint: the taker begins the continuation — the denial first — and the model
+    answers with it."""
+    approve = 'tool_approval = { charge = "always" }\n'
+    store = postgres(postgres_url)
+    extra = ("--target", "7")
+    with durable_world(tmp_path, store, redis_url, lease=LEASE, tools=approve, extra=extra) as w:
+        world = w
+        model, cluster, log = world
+        first, second = cluster.instances
+        cluster.kill(second)
+        cluster.start(second, "1:after")  # dies once the continuation's checkpoint is written
+        apis = [f"{first.base}/api/sessions/appr/chat", f"{second.base}/api/sessions/appr/chat"]
+        answers = [{"kind": "approval", "approved": False, "reason": "no"}]
+        chat_loop(apis[0], 7, "order appr", answers, False, 60, apis)
+        assert second.proc is not None
+        second.proc.wait(30)
+        cluster.collect(second)
+        follower = Follower(first.base, "appr")
+        follower.url = f"{first.base}/api/sessions/appr/chat/chat-7/stream"
+        follower.start()
+        follower.join(60)
+        executions = executions_of(log)
+    chunks = follower.chunks
+    assert follower.body.endswith(b"data: [DONE]\n\n"), follower.body[-300:]
+    # after the message it continues (replayed for fresh readers), the continuation's own
+    # stream: the denial first, then the answer
+    starts = [i for i, c in enumerate(chunks) if c["type"] == "start"]
+    assert len(starts) == 2, starts
+    own = chunks[starts[1] :]
+    charge = [c["type"] for c in own if c.get("toolCallId") == "call_charge"]
+    assert charge == ["tool-output-denied"], own[:6]
+    assert own.index(next(c for c in own if c.get("toolCallId") == "call_charge")) < next(
+        i for i, c in enumerate(own) if c["type"] == "text-start"
+    )
+    (verdict,) = real_clients.check(follower.body, majors=(7,)).values()  # (a target-7 stream)
+    assert verdict.ok and verdict.finish_reason == "stop", verdict.fatal
+    assert FINAL in "".join(c.get("delta", "") for c in chunks if c["type"] == "text-delta")
+    assert not [e for e in executions if e.tool == "charge"]  # denied: never run
+    assert model.steps_of("appr") == [1, 2, 3]

@@ -27,16 +27,19 @@ from chunkbridge.gateway.stores.redis_follow import DURABLE, member
 
 __all__ = ["RedisTakeovers"]
 
-#: KEYS: the owner key, the fence, the durable set; ARGV: this instance, the lease in ms, the
-#: lease's end, the turn's member, the fence's time to live, and ``own`` (a new turn of this
-#: instance's: not where another instance holds the owner key — one of this instance's earlier
-#: responses of the chat may still hold it) or ``claim`` (a takeover: only where nobody holds
-#: it). The owner key holds ``<instance>:<fence>`` from then on. The new fence, or 0.
+#: KEYS: the owner key, the fence, the durable set, the chunk log; ARGV: this instance, the
+#: lease in ms, the lease's end, the turn's member, the fence's time to live, and ``own`` (a
+#: new turn of this instance's: not where another instance holds the owner key — one of this
+#: instance's earlier responses of the chat may still hold it) or ``claim`` (a takeover: only
+#: where nobody holds it). The owner key holds ``<instance>:<fence>`` from then on; a new turn
+#: drops the log of the chat's previous response at once (so the log a takeover finds is the
+#: turn's own, or none). The new fence, or 0.
 _HOLD = """
 local owner = redis.call('GET', KEYS[1])
 if owner and (ARGV[6] == 'claim' or string.sub(owner, 1, #ARGV[1] + 1) ~= ARGV[1] .. ':') then
   return 0
 end
+if ARGV[6] == 'own' then redis.call('DEL', KEYS[4]) end
 local fence = redis.call('INCR', KEYS[2])
 redis.call('PEXPIRE', KEYS[2], ARGV[5])
 redis.call('SET', KEYS[1], ARGV[1] .. ':' .. fence, 'PX', ARGV[2])
@@ -85,7 +88,8 @@ class RedisTakeovers:
         lease_ms = int(self.lease * 1000)
         args: list[str | int | float] = [self.instance, lease_ms, time.time() + self.lease]
         args += [member(key), _FENCE_TTL_MS, how]
-        return int(await self._hold(keys=self._keys(key), args=args))
+        log = f"chunkbridge:{key[0]}:{key[1]}:log"
+        return int(await self._hold(keys=[*self._keys(key), log], args=args))
 
     def token(self, fence: int) -> str:
         """What the owner key holds while this instance holds a turn under ``fence``."""

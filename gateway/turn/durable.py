@@ -235,6 +235,7 @@ def first_checkpoint(
     continued: dict[str, Any] | None,
     header: int,
     released: list[ReadyCall] | None,
+    denied: tuple[str, ...] = (),
 ) -> Checkpoint:
     """A durable turn's first checkpoint: before its first model call — or the calls its
     continuation released, none of which a takeover runs again. ``header``: the bytes its log
@@ -252,6 +253,7 @@ def first_checkpoint(
         intents=intents,
         request=request,
         continued=continued,
+        denied=denied,
     )
 
 
@@ -360,6 +362,9 @@ class DurableDriver(AgentDriver):
         if self.loop.phase is not LoopPhase.RESULTS:
             # a continuation's released calls: recorded before it opened, never sent again
             self._step_calls, self._recorded = None, False
+            if not self.turn.guard.in_step:  # (a takeover before it began: its step opens,
+                # and with it the denials the app decided, before the model hears of them)
+                await self._write(write, encode_chunks(self.turn.emit([{"type": "start-step"}])))
             return True
         if self._step_calls is None:  # the model's step just ended: what it called, once
             run, out = self.loop.dispatch(self.join.take_ready())

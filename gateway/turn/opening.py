@@ -251,6 +251,7 @@ async def _held(gateway: Gateway, admission: Admission, trace: Trace) -> Admissi
         admission.continued,
         header,
         admission.released,
+        tuple(a.tool_call_id for a in admission.answers if not a.approved),
     )
     checkpoints = await durable.begin(gateway.durable, admission.seat.key, first)
     return dataclasses.replace(admission, checkpoints=checkpoints)

@@ -60,6 +60,7 @@ from chunkbridge.protocol_specs.human_in_the_loop import approval_signature
 from chunkbridge.translators.core.agent_loop import LoopPhase
 from chunkbridge.translators.core.checkpoint import Checkpoint, Stage
 from chunkbridge.translators.core.closing import CloseReason, CloseRequest
+from chunkbridge.translators.core.message_replay import replay_chunks
 from chunkbridge.translators.core.sse_codec import DONE_FRAME, decode_chunks, encode_chunks
 from chunkbridge.translators.core.steps import ReadyCall
 from chunkbridge.translators.core.turn import Turn, TurnOptions
@@ -164,8 +165,15 @@ async def _resumed_run(
 ) -> TurnRun:
     """The turn rebuilt from its checkpoint and its log, ready to go on (see the module)."""
     checkpoint = checkpointer.last
-    if len(data) < checkpoint.prefix:  # its instance died before its log began
-        checkpointer.last = checkpoint = dataclasses.replace(checkpoint, prefix=0, log_bytes=0)
+    header = b""
+    if len(data) < checkpoint.prefix:  # its instance died before its log began: it begins here
+        continued = checkpoint.continued
+        if continued is not None:  # (the message a continuation continues, for fresh readers)
+            header = encode_chunks(replay_chunks(continued, checkpoint.target))
+        size = len(header)
+        checkpointer.last = checkpoint = dataclasses.replace(
+            checkpoint, prefix=size, log_bytes=size
+        )
     request = ChatRequest.model_validate(checkpoint.request)
     turn_input = TurnInput(
         request, key[0], checkpoint.run_id, gateway.dialect_settings, gateway.history
@@ -203,7 +211,7 @@ async def _resumed_run(
     else:
         _resume_calls(gateway, driver, checkpoint, tail)
     member = await _seat(gateway, key)
-    return _run(gateway, member, key, turn, driver, request, checkpointer, data)
+    return _run(gateway, member, key, turn, driver, request, checkpointer, data, header)
 
 
 def _resume_calls(
@@ -240,6 +248,7 @@ def _turn(
         message_id=checkpoint.message_id,
         mask_errors=config.mask_errors,
         known_tools=turn_input.known_tool_calls(),
+        denied_calls=checkpoint.denied,
         sign_approval=functools.partial(approval_signature, secret) if secret else None,
         on_approval=functools.partial(
             issue_approval, gateway.stores.approvals, gateway.metrics, session_id
@@ -261,6 +270,7 @@ def _run(
     request: ChatRequest,
     checkpointer: Checkpointer,
     data: bytes,
+    header: bytes,
 ) -> TurnRun:
     services = gateway.durable
     assert services is not None
@@ -291,11 +301,12 @@ def _run(
         log=get_logger("chunkbridge.access").bind(session_id=key[0]),
         started=time.monotonic(),
         transcript=transcript,
+        resume_prefix=header,
         open_log=functools.partial(services.resume.rejoin, key),
     )
     log = run.chunk_log
     assert log is not None
-    log.written = len(data)  # type: ignore[attr-defined]
+    log.written += len(data)  # type: ignore[attr-defined]  # (what the log held already)
     checkpointer.log = log  # type: ignore[assignment]
     gateway.metrics.active_streams.inc()
     return run

@@ -93,6 +93,9 @@ class Checkpoint:
     #: message it continues (``None``: a new one).
     request: dict[str, Any] = field(default_factory=dict)
     continued: dict[str, Any] | None = None
+    #: (head) The calls whose approval the continuation denied (their ``tool-output-denied``
+    #: comes first in the stream, even from a taker that begins it).
+    denied: tuple[str, ...] = ()
 
     def next(self, stage: Stage, **changes: Any) -> Checkpoint:
         """The turn's next checkpoint."""
@@ -117,14 +120,16 @@ class Checkpoint:
         )
 
     def head_json(self) -> bytes:
-        return _dumps({"request": self.request, "continued": self.continued})
+        return _dumps({"request": self.request, "continued": self.continued, "denied": self.denied})
 
     @classmethod
     def from_json(cls, body: bytes | str, head: bytes | str) -> Checkpoint:
         data = orjson.loads(body)
         data["stage"] = Stage(data["stage"])
         data["intents"] = tuple(Intent(**intent) for intent in data["intents"])
-        return cls(**data, **orjson.loads(head))
+        head_data = orjson.loads(head)
+        head_data["denied"] = tuple(head_data.get("denied", ()))
+        return cls(**data, **head_data)
 
 
 def _dumps(data: Any) -> bytes:

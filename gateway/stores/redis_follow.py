@@ -20,7 +20,14 @@ import redis.asyncio as aioredis
 
 from chunkbridge.translators.core.sse_codec import DONE_FRAME
 
-__all__ = ["DURABLE", "TAKEOVER_GRACE", "follow", "member", "owner_died_ending"]
+__all__ = [
+    "DURABLE",
+    "TAKEOVER_GRACE",
+    "error_ending",
+    "follow",
+    "member",
+    "owner_died_ending",
+]
 
 #: How long a reader blocks on the stream before it checks the owner's lease, ms.
 _BLOCK_MS = 500
@@ -36,12 +43,17 @@ def member(key: tuple[str, str]) -> str:
     return f"{key[0]}\x00{key[1]}"
 
 
-def owner_died_ending() -> bytes:
-    error = {"type": "error", "errorText": "The answer was interrupted: its server stopped."}
+def error_ending(text: str) -> bytes:
+    """The end of a response its producer could not end itself: ``error`` + ``finish``."""
+    error = {"type": "error", "errorText": text}
     return (
         b"data: " + orjson.dumps(error) + b"\n\n"
         b'data: {"type":"finish","finishReason":"error"}\n\n' + DONE_FRAME
     )
+
+
+def owner_died_ending() -> bytes:
+    return error_ending("The answer was interrupted: its server stopped.")
 
 
 async def follow(

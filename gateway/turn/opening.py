@@ -56,7 +56,15 @@ from chunkbridge.translators.core.sse_codec import encode_chunks
 from chunkbridge.translators.core.steps import ReadyCall
 from chunkbridge.translators.core.turn import Turn, TurnOptions
 
-__all__ = ["Admission", "Gateway", "admit", "assemble", "connect", "delivered"]
+__all__ = [
+    "Admission",
+    "Gateway",
+    "admit",
+    "assemble",
+    "connect",
+    "delivered",
+    "resume_prefix",
+]
 
 Trace = TurnTrace | NoTrace
 
@@ -258,11 +266,15 @@ async def _held(gateway: Gateway, admission: Admission, trace: Trace) -> Admissi
 
 
 def _resume_prefix(admission: Admission, target: int) -> bytes:
-    """A continuation's message, replayed first into its chunk log: a fresh page resuming it
-    rebuilds the message it continues."""
-    if admission.seat.resume is None or admission.continued is None:
+    if admission.seat.resume is None:
         return b""
-    return encode_chunks(replay_chunks(admission.continued, target))
+    return resume_prefix(admission.continued, target)
+
+
+def resume_prefix(continued: dict[str, Any] | None, target: int) -> bytes:
+    """A continuation's message, replayed first into its chunk log: a fresh page resuming it
+    rebuilds the message it continues (none for a new message)."""
+    return b"" if continued is None else encode_chunks(replay_chunks(continued, target))
 
 
 # -- connect ---------------------------------------------------------------------------------

@@ -42,6 +42,7 @@ import orjson
 
 from chunkbridge.gateway.errors import TurnInProgress
 from chunkbridge.gateway.logging import get_logger
+from chunkbridge.gateway.stores.redis_follow import error_ending, owner_died_ending
 from chunkbridge.gateway.telemetry import NO_TRACE
 from chunkbridge.gateway.turn.agent import NotOpened
 from chunkbridge.gateway.turn.agent_setup import AgentSetup
@@ -51,17 +52,16 @@ from chunkbridge.gateway.turn.durable import (
     DurableDriver,
     DurableServices,
 )
-from chunkbridge.gateway.turn.opening import Gateway
+from chunkbridge.gateway.turn.opening import Gateway, resume_prefix
 from chunkbridge.gateway.turn.run import Seat, TurnRun
 from chunkbridge.gateway.turn.transcript import TurnTranscript
-from chunkbridge.kit import TurnInput
+from chunkbridge.kit import IdFactory, TurnInput, counter_ids
 from chunkbridge.protocol_specs.chat_request import ChatRequest
 from chunkbridge.protocol_specs.human_in_the_loop import approval_signature
 from chunkbridge.translators.core.agent_loop import LoopPhase
 from chunkbridge.translators.core.checkpoint import Checkpoint, Stage
 from chunkbridge.translators.core.closing import CloseReason, CloseRequest
-from chunkbridge.translators.core.message_replay import replay_chunks
-from chunkbridge.translators.core.sse_codec import DONE_FRAME, decode_chunks, encode_chunks
+from chunkbridge.translators.core.sse_codec import DONE_FRAME, decode_chunks
 from chunkbridge.translators.core.steps import ReadyCall
 from chunkbridge.translators.core.turn import Turn, TurnOptions
 
@@ -70,7 +70,6 @@ __all__ = ["LOOK_INTERVAL", "Recoverer", "take_over"]
 #: Seconds between two looks for turns to take over.
 LOOK_INTERVAL = 0.5
 _EXHAUSTED = "The answer was interrupted too often at the same point and was given up."
-_DIED = "The answer was interrupted: its server stopped."
 _UNREADABLE = "The answer was interrupted and could not be taken up again."
 _COUNTED_ID = re.compile(r"^([a-z]+)-(\d+)$")
 
@@ -167,9 +166,7 @@ async def _resumed_run(
     checkpoint = checkpointer.last
     header = b""
     if len(data) < checkpoint.prefix:  # its instance died before its log began: it begins here
-        continued = checkpoint.continued
-        if continued is not None:  # (the message a continuation continues, for fresh readers)
-            header = encode_chunks(replay_chunks(continued, checkpoint.target))
+        header = resume_prefix(checkpoint.continued, checkpoint.target)
         size = len(header)
         checkpointer.last = checkpoint = dataclasses.replace(
             checkpoint, prefix=size, log_bytes=size
@@ -347,23 +344,18 @@ def _calls_to_resume(
     return again, interrupted
 
 
-def _ids_after(chunks: Iterable[dict[str, Any]]) -> Any:
+def _ids_after(chunks: Iterable[dict[str, Any]]) -> IdFactory:
     """Part ids counted on from the highest the log used (``text-3`` → ``text-4``…), so a
     continued message never reuses one."""
-    counters: dict[str, int] = {}
+    used: dict[str, int] = {}
     for chunk in chunks:
         for field in ("id", "sourceId"):
             value = chunk.get(field)
             match = _COUNTED_ID.match(value) if isinstance(value, str) else None
             if match:
                 kind, number = match.group(1), int(match.group(2))
-                counters[kind] = max(counters.get(kind, 0), number)
-
-    def next_id(kind: str) -> str:
-        counters[kind] = number = counters.get(kind, 0) + 1
-        return f"{kind}-{number}"
-
-    return next_id
+                used[kind] = max(used.get(kind, 0), number)
+    return counter_ids(used)
 
 
 def _finished(entries: list[bytes]) -> bool:
@@ -379,14 +371,11 @@ async def _settle(
     (its client saw it fail; nothing was streamed). A log begun ends (as an interruption when
     its answer never finished); the turn leaves the durable ones."""
     if entries:
-        services.resume.durable[key] = services.takeovers.token(fence)
-        log = services.resume.rejoin(key, _Ended())
-        if not _finished(entries):
-            log.append(encode_chunks([{"type": "error", "errorText": _DIED}]))
-            log.append(b'data: {"type":"finish","finishReason":"error"}\n\n')
-        if DONE_FRAME not in b"".join(entries):
-            log.append(DONE_FRAME)
-        log.finish()
+        data = b"".join(entries)
+        ending = b"" if _finished(entries) else owner_died_ending()
+        if not ending and DONE_FRAME not in data:
+            ending = DONE_FRAME
+        _end_log(services, key, fence, ending)
     with contextlib.suppress(Exception):
         await services.checkpoints.forget(key, fence)
         await services.takeovers.forget(key, fence)
@@ -402,14 +391,19 @@ async def _give_up(gateway: Gateway, key: Any, fence: int, why: str, recoveries:
     )
     if why == "turn.recovery_exhausted":
         gateway.metrics.recoveries_exhausted.inc()
-    services.resume.durable[key] = services.takeovers.token(fence)
-    log = services.resume.rejoin(key, _Ended())
     text = _EXHAUSTED if why == "turn.recovery_exhausted" else _UNREADABLE
-    log.append(encode_chunks([{"type": "error", "errorText": text}]))
-    log.append(b'data: {"type":"finish","finishReason":"error"}\n\n' + DONE_FRAME)
-    log.finish()
+    _end_log(services, key, fence, error_ending(text))
     with contextlib.suppress(Exception):
         await services.checkpoints.forget(key, fence)
+
+
+def _end_log(services: DurableServices, key: Any, fence: int, ending: bytes) -> None:
+    """The turn's log ends with ``ending``, written under the takeover's hold."""
+    services.resume.durable[key] = services.takeovers.token(fence)
+    log = services.resume.rejoin(key, _Ended())
+    if ending:
+        log.append(ending)
+    log.finish()
 
 
 class _Ended:

@@ -127,15 +127,19 @@ def encode_chunks(chunks: list[dict[str, Any]]) -> bytes:
 def decode_chunks(body: bytes) -> list[dict[str, Any]]:
     """The chunks of bytes :func:`encode_chunks` wrote (a chunk log read back: comments and
     ``[DONE]`` are no chunks)."""
+    decoder = SseDecoder()
+    events = decoder.decode_bytes(body)
+    last = decoder.flush()
+    if last is not None:
+        events.append(last)
     chunks: list[dict[str, Any]] = []
-    for event in body.split(b"\n\n"):
-        if not event.startswith(b"data: ") or event == DONE_FRAME.rstrip():
+    for event in events:
+        if not event.data or event.data == "[DONE]":
             continue
-        payload = event[6:]
         try:
-            chunks.append(orjson.loads(payload))
+            chunks.append(orjson.loads(event.data))
         except orjson.JSONDecodeError:  # an integer beyond 64 bits: the standard library's
-            chunks.append(json.loads(payload))
+            chunks.append(json.loads(event.data))
     return chunks
 
 

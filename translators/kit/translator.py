@@ -53,9 +53,11 @@ class UnknownEventPolicy(Enum):
     ERROR = "error"
 
 
-def counter_ids() -> IdFactory:
-    """Deterministic ids ``<kind>-1``, ``<kind>-2``… (a counter per kind): golden-file friendly."""
-    counters: dict[str, int] = {}  # a plain dict of str → int: not tracked by the GC
+def counter_ids(after: dict[str, int] | None = None) -> IdFactory:
+    """Deterministic ids ``<kind>-1``, ``<kind>-2``… (a counter per kind): golden-file friendly.
+    ``after``: the highest number each kind used already (a turn taken over goes on past the
+    ids its message holds)."""
+    counters: dict[str, int] = dict(after or {})  # str → int: not tracked by the GC
 
     def next_id(kind: str) -> str:
         counters[kind] = n = counters.get(kind, 0) + 1

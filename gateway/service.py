@@ -17,7 +17,7 @@ from chunkbridge.gateway.metrics import Metrics
 from chunkbridge.gateway.registry import UnknownDialect, get_dialect, registry
 from chunkbridge.gateway.stores import StoreUnavailable, open_stores
 from chunkbridge.gateway.stores.redis_resume import RedisResumeStore
-from chunkbridge.gateway.stores.writer import TranscriptWriter
+from chunkbridge.gateway.stores.writer import StoreWriter
 from chunkbridge.gateway.telemetry import NO_TRACE, NoTrace, Telemetry, TurnTrace
 from chunkbridge.gateway.tools import ToolSources
 from chunkbridge.gateway.transports.connectors import Connector, connector_for
@@ -51,11 +51,14 @@ class Gateway:
         self.stores = open_stores(
             config, self.log, on_skipped=self.metrics.transcript_rows_skipped.inc
         )
-        #: The transcript writes, behind the turns (``store`` on).
-        self.transcript_writer = (
+        stores = self.stores
+        #: The store's writes, behind the turns (``store`` on): transcripts, checkpoints.
+        self.store_writer = (
             None
-            if self.stores.transcripts is None
-            else TranscriptWriter(self.stores.transcripts, self.metrics, self.log)
+            if stores.transcripts is None
+            else StoreWriter(
+                stores.transcripts, self.metrics, self.log, checkpoints=stores.checkpoints
+            )
         )
         self._retention: asyncio.Task[None] | None = None
         #: The MCP servers whose tools the gateway runs (``[tools.<server>]``).
@@ -70,11 +73,11 @@ class Gateway:
         #: instances that died (:meth:`start`).
         self.durable: DurableServices | None = None
         self._recoverer: Recoverer | None = None
-        stores = self.stores
         if stores.checkpoints is not None and stores.takeovers is not None:
-            assert isinstance(stores.resume, RedisResumeStore)
+            assert isinstance(stores.resume, RedisResumeStore) and self.store_writer is not None
             self.durable = DurableServices(
                 stores.checkpoints,
+                self.store_writer,
                 stores.takeovers,
                 stores.resume,
                 config.max_recoveries,
@@ -212,8 +215,8 @@ class Gateway:
         await self.drain(self.config.drain_timeout)
         if self.durable is not None and self.durable.ending:  # turns' ends being recorded
             await asyncio.wait(list(self.durable.ending), timeout=self.config.drain_timeout)
-        if self.transcript_writer is not None:
-            await self.transcript_writer.drain(self.config.drain_timeout)
+        if self.store_writer is not None:
+            await self.store_writer.drain(self.config.drain_timeout)
         if self._retention is not None:
             self._retention.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -24,7 +24,7 @@ from chunkbridge.gateway.stores import StoreUnavailable
 from chunkbridge.gateway.stores.base import Put, TranscriptStore
 from chunkbridge.gateway.stores.sqlite import SqliteDatabase
 from chunkbridge.gateway.stores.transcript_sql import SqlTranscriptStore
-from chunkbridge.gateway.stores.writer import TranscriptWriter
+from chunkbridge.gateway.stores.writer import StoreWriter
 from tests.gateway_harness import http_upstream, post, sse_response, uvicorn_server
 
 pytestmark = pytest.mark.asyncio
@@ -141,7 +141,7 @@ async def test_writes_queued_together_share_one_transaction_and_a_bad_one_is_fou
 
     store.database.transaction = counted  # type: ignore[method-assign]
     metrics = Metrics()
-    writer = TranscriptWriter(store, metrics, get_logger("test"))
+    writer = StoreWriter(store, metrics, get_logger("test"))
     first = [writer.submit(Put(KEY, user(f"u{i}", "hi"), "done", 5), "user") for i in range(300)]
     assert all(await asyncio.gather(*first))
     assert transactions == 1  # a group commit
@@ -369,7 +369,7 @@ async def test_the_database_down_mid_turn_leaves_the_stream_whole(tmp_path: Path
                 raise StoreUnavailable("database is down")
 
             database.transaction = down
-            gateway.transcript_writer._delays = (0.01, 0.01, 0.01)
+            gateway.store_writer._delays = (0.01, 0.01, 0.01)
             response = await post(gw, "s1", {"id": "c", "messages": [user("u1", "hi")]})
             assert response.status_code == 200 and b"answer 1" in response.content
             for _ in range(100):  # the writes are retried behind the stream, then given up

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
+    from chunkbridge.gateway.stores.transcript_sql import Cursor, Database
     from chunkbridge.translators.core.approvals import IssuedApproval
 
 __all__ = [
@@ -16,9 +17,11 @@ __all__ = [
     "Claimed",
     "ChunkSink",
     "Claim",
+    "Forget",
     "Key",
     "ResumeLog",
     "ResumeStore",
+    "Save",
     "ChatPage",
     "ChatSummary",
     "MessageStatus",
@@ -28,6 +31,7 @@ __all__ = [
     "StoreUnavailable",
     "Transcript",
     "TranscriptStore",
+    "TurnWrite",
 ]
 
 #: A response's key: (session id, chat id).
@@ -195,9 +199,15 @@ class TranscriptStore(Protocol):
 
     async def load(self, key: Key) -> Transcript: ...
 
+    #: Where it is kept (the writer's transactions run there).
+    database: Database
+
     async def put_many(self, puts: Sequence[Put]) -> None:
-        """Write ``puts`` in order, in one transaction (the writer's batches): each message is
-        added at its chat's end, or updated in place when its id is stored."""
+        """Write ``puts`` in order, in one transaction: each message is added at its chat's
+        end, or updated in place when its id is stored."""
+
+    def put_rows(self, cur: Cursor, puts: Sequence[Put]) -> None:
+        """:meth:`put_many` in the caller's transaction (the writer's batches)."""
 
     async def chats(self, session_id: str, limit: int, cursor: str | None) -> ChatPage: ...
 
@@ -223,18 +233,41 @@ class Claimed:
     head: bytes
 
 
+@dataclass(frozen=True, slots=True)
+class Save:
+    """A durable turn's checkpoint to write (:meth:`CheckpointStore.apply`): the turn's
+    ``seq``-th, under ``fence``, with its ``head`` when it is the first."""
+
+    key: Key
+    fence: int
+    seq: int
+    body: bytes
+    head: bytes | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Forget:
+    """A durable turn ended: its checkpoint goes (unless a higher fence holds it)."""
+
+    key: Key
+    fence: int
+
+
+#: What a durable turn writes of itself, in the transcript writer's transactions.
+TurnWrite = Save | Forget
+
+
 class CheckpointStore(Protocol):
     """Where durable turns record their checkpoints (``durable = true``: the transcript's
     database), one per running turn, written under a *fence*: the number of the instance's
     hold on the turn (a takeover's is higher). A write under a lower fence than the stored one
     changes nothing, and says so — how a paused owner that woke up learns it lost the turn.
-    Every method may raise :class:`StoreUnavailable`."""
+    Every async method may raise :class:`StoreUnavailable`."""
 
-    async def save(
-        self, key: Key, fence: int, seq: int, body: bytes, head: bytes | None = None
-    ) -> bool:
-        """Write the turn's checkpoint — with its ``head``, the first (``seq`` 1); ``False``:
-        a higher fence holds it, or, past the first, the turn has no row (it ended)."""
+    def apply(self, cur: Cursor, writes: Sequence[TurnWrite]) -> list[bool]:
+        """Do ``writes`` in the caller's transaction (the transcript writer's batches), each
+        saying whether it landed: ``False`` when a higher fence holds the turn, or — a save
+        past the first — when the turn has no row (it ended)."""
 
     async def claim(self, key: Key, fence: int) -> Claimed | None:
         """Hold the turn under ``fence`` from now on (the lower ones' writes fail), counting

@@ -1,6 +1,8 @@
 """Durable turns' checkpoints in the transcript's SQL database (``cb_turns``): one row per
 running turn — its newest checkpoint, its sequence number and the fence it was written under
-(:class:`~chunkbridge.gateway.stores.base.CheckpointStore`).
+(:class:`~chunkbridge.gateway.stores.base.CheckpointStore`). A turn's writes go in the transcript
+writer's transactions (:class:`~chunkbridge.gateway.stores.writer.StoreWriter`): the checkpoints
+of turns that write at once share one commit.
 
 The fence is the whole of the safety: a write carries its writer's fence and lands only where
 the row's is not higher (one conditional statement, whose row count says whether it did), and a
@@ -13,8 +15,9 @@ its lease, say — lands, before or after the turn's end.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
-from chunkbridge.gateway.stores.base import Claimed, Key
+from chunkbridge.gateway.stores.base import Claimed, Forget, Key, Save, TurnWrite
 from chunkbridge.gateway.stores.transcript_sql import Cursor, Database
 
 __all__ = ["SqlCheckpointStore"]
@@ -44,20 +47,29 @@ class SqlCheckpointStore:
             f" seq = ?, body = {json_param}, updated_at = ? WHERE {_KEY} AND fence <= ?"
         )
 
-    async def save(
-        self, key: Key, fence: int, seq: int, body: bytes, head: bytes | None = None
-    ) -> bool:
+    def apply(self, cur: Cursor, writes: Sequence[TurnWrite]) -> list[bool]:
         now = time.time()
+        return [
+            self._save(cur, write, now) if isinstance(write, Save) else self._forget(cur, write)
+            for write in writes
+        ]
 
-        def work(cur: Cursor) -> bool:
-            if seq == 1:  # a new turn (the row of an ended one is gone): its head too
-                row = (*key, fence, seq, (head or b"{}").decode(), body.decode(), now)
-                return bool(cur.execute(self._upsert, row).rowcount)
-            # a turn going on: its row must be there (gone: it ended, on another instance)
-            params = (seq, seq, body.decode(), now, *key, fence)
-            return bool(cur.execute(self._update, params).rowcount)
+    def _save(self, cur: Cursor, save: Save, now: float) -> bool:
+        key, fence, seq = save.key, save.fence, save.seq
+        if seq == 1:  # a new turn (the row of an ended one is gone): its head too
+            head = (save.head or b"{}").decode()
+            row = (*key, fence, seq, head, save.body.decode(), now)
+            return bool(cur.execute(self._upsert, row).rowcount)
+        # a turn going on: its row must be there (gone: it ended, on another instance)
+        params = (seq, seq, save.body.decode(), now, *key, fence)
+        return bool(cur.execute(self._update, params).rowcount)
 
-        return await self.database.transaction(work)
+    @staticmethod
+    def _forget(cur: Cursor, forget: Forget) -> bool:
+        cur.execute(
+            f"DELETE FROM cb_turns WHERE {_KEY} AND fence <= ?", (*forget.key, forget.fence)
+        )
+        return True
 
     async def claim(self, key: Key, fence: int) -> Claimed | None:
         body_text = self.database.body_text
@@ -82,10 +94,7 @@ class SqlCheckpointStore:
         return await self.database.transaction(work)
 
     async def forget(self, key: Key, fence: int) -> None:
-        def work(cur: Cursor) -> None:
-            cur.execute(f"DELETE FROM cb_turns WHERE {_KEY} AND fence <= ?", (*key, fence))
-
-        await self.database.transaction(work)
+        await self.database.transaction(lambda cur: self._forget(cur, Forget(key, fence)))
 
     async def running(self) -> list[Key]:
         def work(cur: Cursor) -> list[Key]:

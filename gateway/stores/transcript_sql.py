@@ -118,6 +118,19 @@ class SqlTranscriptStore:
     def __init__(self, database: Database, on_skipped: Callable[[Key, str, str], None]) -> None:
         self.database = database
         self._on_skipped = on_skipped
+        json_param = "?" if database.json_type == "TEXT" else "CAST(? AS JSONB)"
+        self._upsert = (
+            "INSERT INTO cb_messages (session_id, chat_id, message_id, position, role, status,"
+            " major, format, body, updated_at) VALUES (?, ?, ?, (SELECT COALESCE(MAX(position),"
+            f" -1) + 1 FROM cb_messages WHERE {_KEY}), ?, ?, ?, ?, {json_param}, ?)"
+            " ON CONFLICT (session_id, chat_id, message_id) DO UPDATE SET role = excluded.role,"
+            " status = excluded.status, major = excluded.major, format = excluded.format,"
+            " body = excluded.body, updated_at = excluded.updated_at"
+        )
+        self._truncate = (
+            f"DELETE FROM cb_messages WHERE {_KEY} AND position > (SELECT position"
+            f" FROM cb_messages WHERE {_KEY} AND message_id = ?)"
+        )
 
     async def start(self) -> None:
         await self.database.open()
@@ -190,52 +203,38 @@ class SqlTranscriptStore:
     # -- writing -------------------------------------------------------------------------------
 
     async def put_many(self, puts: Sequence[Put]) -> None:
-        # The upserts go together (executemany) up to an edit, whose delete goes alone; nothing
-        # is read back, so PostgreSQL gets them pipelined.
-        json_param = "?" if self.database.json_type == "TEXT" else "CAST(? AS JSONB)"
-        upsert = (
-            "INSERT INTO cb_messages (session_id, chat_id, message_id, position, role, status,"
-            " major, format, body, updated_at) VALUES (?, ?, ?, (SELECT COALESCE(MAX(position),"
-            f" -1) + 1 FROM cb_messages WHERE {_KEY}), ?, ?, ?, ?, {json_param}, ?)"
-            " ON CONFLICT (session_id, chat_id, message_id) DO UPDATE SET role = excluded.role,"
-            " status = excluded.status, major = excluded.major, format = excluded.format,"
-            " body = excluded.body, updated_at = excluded.updated_at"
-        )
-        truncate = (
-            f"DELETE FROM cb_messages WHERE {_KEY} AND position > (SELECT position"
-            f" FROM cb_messages WHERE {_KEY} AND message_id = ?)"
-        )
+        # nothing is read back, so PostgreSQL gets the statements pipelined
+        await self.database.transaction(lambda cur: self.put_rows(cur, puts), pipelined=True)
 
-        def work(cur: Cursor) -> None:  # on the worker thread: the JSON too
-            now = time.time()
-            titles: dict[Key, str] = {}
-            rows: list[tuple[Any, ...]] = []  # upserts not yet sent, in order
-            for put in puts:
-                key, message = put.key, put.message
-                message_id = str(message.get("id", ""))
-                if put.truncate_after:  # a message sent again: what followed it goes
-                    if rows:
-                        cur.executemany(upsert, rows)
-                        rows = []
-                    cur.execute(truncate, (*key, *key, message_id))
-                body = orjson.dumps(message).decode()
-                role = str(message.get("role", ""))
-                rows.append(
-                    (*key, message_id, *key, role, put.status, put.major, FORMAT, body, now)
-                )
-                if not titles.get(key):
-                    titles[key] = put.title
-            if rows:
-                cur.executemany(upsert, rows)
-            cur.executemany(  # one touch per chat
-                "INSERT INTO cb_chats (session_id, chat_id, title, created_at, updated_at)"
-                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id, chat_id) DO UPDATE SET"
-                " updated_at = excluded.updated_at, title = CASE WHEN cb_chats.title = ''"
-                " THEN excluded.title ELSE cb_chats.title END",
-                [(*key, title, now, now) for key, title in titles.items()],
-            )
-
-        await self.database.transaction(work, pipelined=True)
+    def put_rows(self, cur: Cursor, puts: Sequence[Put]) -> None:
+        """:meth:`put_many` in the caller's transaction (the writer's, on the worker thread:
+        the JSON too). The upserts go together (executemany) up to an edit, whose delete goes
+        alone."""
+        now = time.time()
+        titles: dict[Key, str] = {}
+        rows: list[tuple[Any, ...]] = []  # upserts not yet sent, in order
+        for put in puts:
+            key, message = put.key, put.message
+            message_id = str(message.get("id", ""))
+            if put.truncate_after:  # a message sent again: what followed it goes
+                if rows:
+                    cur.executemany(self._upsert, rows)
+                    rows = []
+                cur.execute(self._truncate, (*key, *key, message_id))
+            body = orjson.dumps(message).decode()
+            role = str(message.get("role", ""))
+            rows.append((*key, message_id, *key, role, put.status, put.major, FORMAT, body, now))
+            if not titles.get(key):
+                titles[key] = put.title
+        if rows:
+            cur.executemany(self._upsert, rows)
+        cur.executemany(  # one touch per chat
+            "INSERT INTO cb_chats (session_id, chat_id, title, created_at, updated_at)"
+            " VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id, chat_id) DO UPDATE SET"
+            " updated_at = excluded.updated_at, title = CASE WHEN cb_chats.title = ''"
+            " THEN excluded.title ELSE cb_chats.title END",
+            [(*key, title, now, now) for key, title in titles.items()],
+        )
 
     async def delete(self, key: Key) -> bool:
         def work(cur: Cursor) -> bool:

@@ -1,8 +1,8 @@
-"""Transcript writes behind the turn: queued, run in order by one task, batched, retried,
-reported.
+"""The store's writes behind the turns — transcripts and durable turns' checkpoints: queued,
+run in order by one task, batched, retried, reported.
 
 A turn never waits for the database between an upstream frame and its bytes: it hands a write
-to :meth:`TranscriptWriter.submit` (no await) and goes on. Writes run in the order submitted —
+to :meth:`StoreWriter.submit` (no await) and goes on. Writes run in the order submitted —
 a turn's user message lands before its answer —, and a write waits up to :data:`LINGER` for
 others to share its transaction (a group commit: each transaction costs two thread hand-offs
 besides the database's own work, and a busy gateway starts hundreds of turns a second).
@@ -12,7 +12,12 @@ reported: a ``transcript.write_failed`` log line and the
 ``chunkbridge_transcript_writes{outcome="failed"}`` metric (both counted per write); the
 client's stream is never touched. What must be written before the client may send its next
 message (the answer, with ``history = stored``) is awaited where the turn ends, bounded by a
-timeout (:meth:`TranscriptWriter.settled`), and that wait ends the linger at once.
+timeout (:meth:`StoreWriter.settled`), and that wait ends the linger at once.
+
+A durable turn's checkpoint (:meth:`StoreWriter.record`) is awaited by its turn, so it does not
+linger: it goes in the next transaction, with whatever else is queued by then — the checkpoints
+of the turns that reached a boundary while the previous transaction ran share one commit and
+one hand-off to the database's thread.
 """
 
 from __future__ import annotations
@@ -22,9 +27,16 @@ import contextlib
 from typing import Any
 
 from chunkbridge.gateway.metrics import Metrics
-from chunkbridge.gateway.stores.base import Put, StoreUnavailable, TranscriptStore
+from chunkbridge.gateway.stores.base import (
+    CheckpointStore,
+    Put,
+    StoreUnavailable,
+    TranscriptStore,
+    TurnWrite,
+)
+from chunkbridge.gateway.stores.transcript_sql import Cursor
 
-__all__ = ["LINGER", "MAX_BATCH", "RETRY_DELAYS", "TranscriptWriter"]
+__all__ = ["LINGER", "MAX_BATCH", "RETRY_DELAYS", "StoreWriter"]
 
 #: Seconds before each retry of a failed write (then it is given up).
 RETRY_DELAYS = (0.05, 0.5, 2.0)
@@ -33,11 +45,14 @@ MAX_BATCH = 500
 #: Seconds a write waits for others to join its transaction (unless someone awaits it).
 LINGER = 0.025
 
-_Queued = tuple[Put, str, "asyncio.Future[bool]"]
+#: A write, what it is (for the logs), and its outcome: for a message whether it was written;
+#: for a turn's write whether it landed (``False``: fenced), ``None`` when it was not written.
+_Queued = tuple[Put | TurnWrite, str, "asyncio.Future[Any]"]
 
 
-class TranscriptWriter:
-    """The queue of one gateway's transcript writes (see the module)."""
+class StoreWriter:
+    """The queue of one gateway's store writes (see the module); ``checkpoints``: the durable
+    turns' store, over the same database."""
 
     def __init__(
         self,
@@ -46,8 +61,10 @@ class TranscriptWriter:
         log: Any,
         delays: tuple[float, ...] = RETRY_DELAYS,
         linger: float = LINGER,
+        checkpoints: CheckpointStore | None = None,
     ) -> None:
         self._store = store
+        self._checkpoints = checkpoints
         self._linger = linger
         #: Set while someone waits for a write: the batch goes now.
         self._hurry = asyncio.Event()
@@ -59,10 +76,23 @@ class TranscriptWriter:
 
     def submit(self, put: Put, what: str) -> asyncio.Future[bool]:
         """Queue ``put``; the future says whether it was written (never raises)."""
-        done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        return self._queued(put, what)
+
+    async def record(self, write: TurnWrite) -> bool:
+        """A durable turn's write, in the next transaction: whether it landed (``False``: a
+        higher fence holds the turn, or it ended); :class:`StoreUnavailable` when the database
+        did not take it."""
+        self._hurry.set()
+        landed: bool | None = await self._queued(write, "checkpoint")
+        if landed is None:
+            raise StoreUnavailable("the turn's checkpoint could not be written")
+        return landed
+
+    def _queued(self, write: Put | TurnWrite, what: str) -> asyncio.Future[Any]:
+        done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         if self._task is None:
-            self._task = asyncio.create_task(self._run(), name="chunkbridge-transcript-writer")
-        self._queue.put_nowait((put, what, done))
+            self._task = asyncio.create_task(self._run(), name="chunkbridge-store-writer")
+        self._queue.put_nowait((write, what, done))
         return done
 
     async def settled(self, written: asyncio.Future[bool], seconds: float) -> bool:
@@ -86,47 +116,62 @@ class TranscriptWriter:
             self._hurry.clear()
             while len(batch) < MAX_BATCH and not queue.empty():
                 batch.append(queue.get_nowait())
-            ok = await self._attempt(batch)
-            if ok is None:  # not the database: our own bug; find the write, save the rest
-                results = [await self._attempt([one]) is True for one in batch]
-            else:
-                results = [ok] * len(batch)
-            for (_, _, done), written in zip(batch, results, strict=True):
-                if not done.done():
-                    done.set_result(written)
+            results = await self._attempt(batch)
+            if results is None:  # not the database: our own bug; find the write, save the rest
+                results = [(await self._attempt([one]) or [None])[0] for one in batch]
+            for (write, _, done), landed in zip(batch, results, strict=True):
+                if not done.done():  # (a message not written: False)
+                    done.set_result(landed is True if isinstance(write, Put) else landed)
                 queue.task_done()
 
-    async def _attempt(self, batch: list[_Queued]) -> bool | None:
-        """Write ``batch`` in one transaction, retrying while the database is down; ``None``
-        when a batch of several fails otherwise (each is then tried alone)."""
+    async def _attempt(self, batch: list[_Queued]) -> list[bool | None] | None:
+        """Write ``batch`` in one transaction, retrying while the database is down: each
+        write's outcome; ``None`` when a batch of several fails otherwise (each is then tried
+        alone)."""
         what = ", ".join(sorted({w for _, w, _ in batch}))
-        count = len(batch)
+        count = sum(isinstance(write, Put) for write, _, _ in batch)  # (the metric's writes)
         for attempt, delay in enumerate((*self._delays, None)):
             try:
-                await self._store.put_many([put for put, _, _ in batch])
+                landed = await self._transaction([write for write, _, _ in batch])
             except StoreUnavailable as exc:
                 if delay is None:
                     self._metrics.transcript_writes.labels("failed").inc(count)
                     self._log.error(
-                        "transcript.write_failed", what=what, writes=count, error=str(exc)
+                        "transcript.write_failed", what=what, writes=len(batch), error=str(exc)
                     )
-                    return False
+                    return [None] * len(batch)
                 self._metrics.transcript_writes.labels("retried").inc(count)
                 self._log.warning(
                     "transcript.write_retry", what=what, attempt=attempt + 1, error=str(exc)
                 )
                 await asyncio.sleep(delay)
             except Exception as exc:
-                if count > 1:
+                if len(batch) > 1:
                     return None
-                self._metrics.transcript_writes.labels("failed").inc()
+                self._metrics.transcript_writes.labels("failed").inc(count)
                 self._metrics.internal_errors.inc()
                 self._log.error("transcript.write_failed", what=what, exc_info=exc)
-                return False
+                return [None]
             else:
                 self._metrics.transcript_writes.labels("written").inc(count)
-                return True
-        return False  # pragma: no cover - the loop returns
+                return landed
+        return [None] * len(batch)  # pragma: no cover - the loop returns
+
+    async def _transaction(self, writes: list[Put | TurnWrite]) -> list[bool | None]:
+        """One transaction: the messages in order, then the turns' writes (other rows: the
+        order between the two kinds does not matter). Nothing is read back but the turns'
+        row counts, so PostgreSQL gets a batch of messages alone pipelined."""
+        puts = [write for write in writes if isinstance(write, Put)]
+        turns = [write for write in writes if not isinstance(write, Put)]
+        checkpoints = self._checkpoints
+
+        def work(cur: Cursor) -> list[bool]:
+            if puts:
+                self._store.put_rows(cur, puts)
+            return checkpoints.apply(cur, turns) if checkpoints is not None and turns else []
+
+        landed = iter(await self._store.database.transaction(work, pipelined=not turns))
+        return [True if isinstance(write, Put) else next(landed) for write in writes]
 
     async def drain(self, grace: float) -> None:
         """Finish the queued writes (up to ``grace`` seconds), then stop."""

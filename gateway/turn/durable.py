@@ -31,9 +31,10 @@ from typing import Any, Protocol
 from redis.exceptions import RedisError
 
 from chunkbridge.gateway.logging import get_logger
-from chunkbridge.gateway.stores.base import CheckpointStore, Key, StoreUnavailable
+from chunkbridge.gateway.stores.base import CheckpointStore, Forget, Key, Save, StoreUnavailable
 from chunkbridge.gateway.stores.redis_resume import RedisResumeStore
 from chunkbridge.gateway.stores.redis_takeover import RedisTakeovers
+from chunkbridge.gateway.stores.writer import StoreWriter
 from chunkbridge.gateway.transports.base import Upstream
 from chunkbridge.gateway.turn.agent import AgentDriver, LoopParts
 from chunkbridge.gateway.turn.driver import DriverSettings, Totals, Write
@@ -102,6 +103,8 @@ class DurableServices:
     """What every durable turn of a gateway shares."""
 
     checkpoints: CheckpointStore
+    #: What writes the checkpoints (their transactions shared with other turns').
+    writer: StoreWriter
     takeovers: RedisTakeovers
     #: The chunk logs (read and written on by a takeover).
     resume: RedisResumeStore
@@ -163,9 +166,8 @@ class Checkpointer:
             if self.log is not None and not await self.log.flushed():
                 raise Fenced("Redis refused the turn's chunks: another instance holds it")
             head = checkpoint.head_json() if checkpoint.seq == 1 else None
-            saved = await self.services.checkpoints.save(
-                self.key, self.fence, checkpoint.seq, checkpoint.to_json(), head
-            )
+            save = Save(self.key, self.fence, checkpoint.seq, checkpoint.to_json(), head)
+            saved = await self.services.writer.record(save)
         except (StoreUnavailable, OSError, RedisError) as exc:
             await self._unrecorded(exc)
             return
@@ -220,7 +222,7 @@ class Checkpointer:
         try:
             if self.log is not None:
                 await self.log.flushed()
-            await self.services.checkpoints.forget(self.key, self.fence)
+            await self.services.writer.record(Forget(self.key, self.fence))
         except (StoreUnavailable, OSError) as exc:
             self._log.warning(
                 "turn.checkpoint_failed", session_id=self.key[0], error=str(exc)[:200]

@@ -28,7 +28,7 @@ from chunkbridge.gateway.errors import BadRequest, GatewayError
 from chunkbridge.gateway.metrics import Metrics
 from chunkbridge.gateway.stores import Stores
 from chunkbridge.gateway.stores.base import Claim, TranscriptStore
-from chunkbridge.gateway.stores.writer import TranscriptWriter
+from chunkbridge.gateway.stores.writer import StoreWriter
 from chunkbridge.gateway.telemetry import NoTrace, TurnTrace, trace_comment
 from chunkbridge.gateway.transports.base import Upstream
 from chunkbridge.gateway.transports.connectors import Connector
@@ -84,7 +84,7 @@ class Gateway(Protocol):
     translator_options: TranslatorOptions
     connector: Connector
     metrics: Metrics
-    transcript_writer: TranscriptWriter | None
+    store_writer: StoreWriter | None
     driver_settings: DriverSettings
     run_services: RunServices
     #: ``durable = true``: what durable turns share, else ``None``.
@@ -411,7 +411,7 @@ def _driver(
 def _transcript(
     gateway: Gateway, admission: Admission, message_id: str, assembler: MessageAssembler | None
 ) -> TurnTranscript | None:
-    writer = gateway.transcript_writer
+    writer = gateway.store_writer
     if admission.transcripts is None or writer is None:
         return None
     assert assembler is not None  # (a recorded turn assembles its message)

@@ -273,7 +273,7 @@ def _run(
     assert services is not None
     seat = Seat(key, gateway.turns, services.resume, member)
     transcript = None
-    writer = gateway.transcript_writer
+    writer = gateway.store_writer
     if writer is not None and turn.assembler is not None:
         checkpoint = checkpointer.last
         transcript = TurnTranscript(

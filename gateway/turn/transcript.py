@@ -8,7 +8,7 @@ ends); when it ends, the answer as the client has it — the turn's own
 :class:`~chunkbridge.translators.core.message_assembly.MessageAssembler`, fed every chunk as the
 turn made it — with its status.
 Every write goes through the gateway's :class:`~chunkbridge.gateway.stores.writer.
-TranscriptWriter`: the stream never waits for the database.
+StoreWriter`: the stream never waits for the database.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from chunkbridge.gateway.stores.base import (
     TranscriptStore,
 )
 from chunkbridge.gateway.stores.transcript_sql import title_of
-from chunkbridge.gateway.stores.writer import TranscriptWriter
+from chunkbridge.gateway.stores.writer import StoreWriter
 from chunkbridge.gateway.turn.history import UnknownContinuation, conversation
 from chunkbridge.protocol_specs.chat_request import ChatRequest, UIMessage
 from chunkbridge.translators.core.closing import CloseReason
@@ -79,7 +79,7 @@ class TurnTranscript:
 
     def __init__(
         self,
-        writer: TranscriptWriter,
+        writer: StoreWriter,
         key: Key,
         major: int,
         request: ChatRequest,

@@ -237,6 +237,12 @@ class GatewayConfig(BaseModel):
 
     _jwt_key_text: str | None = PrivateAttr(None)
 
+    @field_validator("target", mode="before")
+    @classmethod
+    def _target_text(cls, value: Any) -> Any:
+        # a Literal of ints takes no text: CHUNKBRIDGE_TARGET=7 arrives as "7"
+        return int(value) if isinstance(value, str) and value.strip().isdigit() else value
+
     @field_validator("upstream")
     @classmethod
     def _upstream_url(cls, value: str) -> str:

@@ -31,6 +31,14 @@ def test_precedence_file_env_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert config.host == "127.0.0.1"  # None flags do not override
 
 
+def test_the_target_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CHUNKBRIDGE_TARGET", "7")
+    assert load_config().config.target == 7
+    monkeypatch.setenv("CHUNKBRIDGE_TARGET", "8")
+    with pytest.raises(ConfigError, match="target"):
+        load_config()
+
+
 def test_bare_port_is_a_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PORT", "18713")
     assert load_config().config.port == 18713

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from chunkbridge.translators.core.validator import validate_sse
+from tests.conformance.harness import AI7_WITHOUT_RESET_STEP
 from tests.helpers import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -111,3 +112,18 @@ def test_validate_judges_a_continuation_against_the_message_it_continues(
     continued.write_text('{"role": "user", "parts": []}')
     code, _, err = run_cli(capsys, *run, "--continues", str(continued))
     assert code == 2 and "assistant" in err
+
+
+@pytest.mark.conformance
+def test_the_ai_7_without_reset_step_rejects_what_the_validator_rejects(real_clients) -> None:
+    """The harness's 7.0.69, the last ai 7 before reset-step (loose like the pinned 7), is the
+    client ``reset_step`` off stands for: it rejects the chunk type the pinned 7 accepts."""
+    body = (SAMPLES / "reset-step.sse").read_bytes()
+    verdicts = real_clients.check(body, majors=(7, AI7_WITHOUT_RESET_STEP))
+    assert verdicts[7].ok and validate_sse(body, 7, reset_step=True).ok
+    older = verdicts[AI7_WITHOUT_RESET_STEP]
+    assert not older.ok and older.fatal is not None and "reset-step" in older.fatal
+    assert not validate_sse(body, 7).ok
+    # loose like the pinned 7: a key it does not declare is ignored, not fatal
+    extra = b'data: {"type":"start","future":1}\n\ndata: {"type":"finish"}\n\ndata: [DONE]\n\n'
+    assert real_clients.check(extra, majors=(AI7_WITHOUT_RESET_STEP,))[AI7_WITHOUT_RESET_STEP].ok

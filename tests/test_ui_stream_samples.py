@@ -114,6 +114,23 @@ def test_validate_judges_a_continuation_against_the_message_it_continues(
     assert code == 2 and "assistant" in err
 
 
+def test_validate_accepts_reset_step_only_for_a_client_said_to_have_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``--reset-step`` (the ``reset_step`` setting): an ai 7 of 7.0.70 or later. Without it an
+    ai 7 client may be older, and those reject the chunk type."""
+    sample = str(SAMPLES / "reset-step.sse")
+    code, out, _ = run_cli(capsys, "validate", "--target", "7", sample)
+    assert code == 1 and "'reset-step' exists from ai 7.0.70 on" in out, out
+    code, out, err = run_cli(capsys, "validate", "--target", "7", "--reset-step", sample)
+    assert code == 0 and "accepted by ai 7 with reset-step" in out, out + err
+    code, out, _ = run_cli(capsys, "validate", "--target", "7", "--reset-step", "--json", sample)
+    assert code == 0 and json.loads(out)["resetStep"] is True
+    for command in (["validate"], ["replay", "--dialect", "openai-chat"]):
+        code, _, err = run_cli(capsys, *command, "--target", "6", "--reset-step", sample)
+        assert code == 2 and "--reset-step needs --target 7" in err, command
+
+
 @pytest.mark.conformance
 def test_the_ai_7_without_reset_step_rejects_what_the_validator_rejects(real_clients) -> None:
     """The harness's 7.0.69, the last ai 7 before reset-step (loose like the pinned 7), is the

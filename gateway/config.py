@@ -65,6 +65,11 @@ class GatewayConfig(BaseModel):
     target: Literal[5, 6, 7] = Field(
         5, description="AI SDK major of the clients (5 is accepted by 5, 6 and 7)"
     )
+    reset_step: bool = Field(
+        False,
+        description="target = 7: the clients accept reset-step (the app pins ai >= 7.0.70), so "
+        "a step can be withdrawn from the message; off: it is a transient data part",
+    )
     unknown_events: Literal["forward", "drop", "error"] = Field(
         "forward",
         description="unknown or malformed upstream events: forward (transient data parts), "
@@ -237,6 +242,12 @@ class GatewayConfig(BaseModel):
 
     _jwt_key_text: str | None = PrivateAttr(None)
 
+    @field_validator("target", mode="before")
+    @classmethod
+    def _target_text(cls, value: Any) -> Any:
+        # a Literal of ints takes no text: CHUNKBRIDGE_TARGET=7 arrives as "7"
+        return int(value) if isinstance(value, str) and value.strip().isdigit() else value
+
     @field_validator("upstream")
     @classmethod
     def _upstream_url(cls, value: str) -> str:
@@ -258,6 +269,8 @@ class GatewayConfig(BaseModel):
             raise ValueError(
                 "durable needs resume = redis and a store (store = sqlite or postgres)"
             )
+        if self.reset_step and self.target != 7:
+            raise ValueError("reset_step needs target = 7 (reset-step is in ai 7.0.70 and later)")
         if self.keepalive_interval >= self.idle_timeout:
             raise ValueError("keepalive_interval must be shorter than idle_timeout")
         if self.jwt_key_file is not None:

@@ -9,7 +9,10 @@ import math
 from typing import Any
 
 from chunkbridge.protocol_specs.ui_message_stream import (
+    ACCEPTED_TYPES,
+    DATA_CHUNK_SPEC,
     FINISH_REASONS,
+    RESET_STEP_SINCE,
     Kind,
     chunk_spec,
 )
@@ -119,8 +122,10 @@ def value_fits(kind: Kind, value: Any, major: int) -> bool:
     raise AssertionError(kind)  # pragma: no cover - every Kind is handled above
 
 
-def schema_errors(chunk: Any, major: int) -> list[str]:
+def schema_errors(chunk: Any, major: int, *, reset_step: bool = False) -> list[str]:
     """Why ``uiMessageChunkSchema`` of ``major`` rejects ``chunk``; ``[]`` when it accepts it.
+    ``reset_step``: the client is an ai 7 that accepts ``reset-step`` (see
+    :data:`~chunkbridge.protocol_specs.ui_message_stream.RESET_STEP`).
 
     Unknown keys are not errors (the pinned releases use loose objects); :func:`unknown_keys`
     lists them for warnings.
@@ -135,6 +140,12 @@ def schema_errors(chunk: Any, major: int) -> list[str]:
         return [f"unknown chunk type {chunk_type!r}"]
     if major not in spec.majors:
         return [f"chunk type {chunk_type!r} does not exist in ai {major}"]
+    if spec is not DATA_CHUNK_SPEC and chunk_type not in ACCEPTED_TYPES[major, reset_step]:
+        # in the major, newer than the client may be: reset-step without reset_step
+        return [
+            f"chunk type {chunk_type!r} exists from ai {RESET_STEP_SINCE} on: an ai {major} "
+            "client not known to be that new rejects it (allow it with reset_step)"
+        ]
     errors = []
     for field in spec.fields.values():
         if major not in field.majors:

@@ -11,6 +11,8 @@ Source: ``shared/specs/ui-message-stream.md`` §1.1, §2.1–§2.4, checked agai
 ``ai@5.0.277``, ``ai@6.0.326`` and ``ai@7.0.173`` (``uiMessageChunkSchema``). The pinned releases
 use loose objects: a key a major does not declare is accepted and ignored, a declared key with the
 wrong shape (``null`` included) kills the stream, and an unknown ``type`` is always rejected.
+One ai 7 type is newer than some loose 7 releases: ``reset-step``, sent only to a client that
+says it knows it (:data:`RESET_STEP`, :data:`ACCEPTED_TYPES`).
 
 Each chunk type also has a *role* (:class:`PartRole`, :data:`STEPLESS_TYPES`,
 :data:`TOOL_REFERENCE_TYPES`): which types open, continue and close a streaming part, which create
@@ -28,6 +30,7 @@ from typing import Final, Literal
 from chunkbridge.protocol_specs.ui_message_schema import ChunkSpec, FieldSpec, Kind, PartRole
 
 __all__ = [
+    "ACCEPTED_TYPES",
     "ALL_MAJORS",
     "CHUNK_SPECS",
     "DATA_CHUNK_SPEC",
@@ -44,6 +47,8 @@ __all__ = [
     "PART_ROLES",
     "PartRole",
     "REQUIRED_JSON_KEYS",
+    "RESET_STEP",
+    "RESET_STEP_SINCE",
     "RESPONSE_HEADERS",
     "SSE_DONE",
     "STEPLESS_TYPES",
@@ -331,6 +336,28 @@ TOOL_OUTPUT_TYPES: Final = frozenset(
     t for t in TOOL_REFERENCE_TYPES if t.startswith("tool-output-")
 )
 
+#: ``reset-step`` is in ai 7 from 7.0.70 on; 7.0.32–7.0.69 parse loosely yet reject the type. The
+#: target names the major alone, so a client gets it only when the app says its ai 7 is that new:
+#: the ``reset_step`` capability (a setting, off by default), which means exactly "this client
+#: accepts ``reset-step``" wherever it is passed, and is only possible with target 7.
+RESET_STEP: Final = "reset-step"
+RESET_STEP_SINCE: Final = "7.0.70"
+
+
+def _accepted_types(major: int, reset_step: bool) -> frozenset[str]:
+    return frozenset(
+        spec.type
+        for spec in CHUNK_SPECS.values()
+        if major in spec.majors and (reset_step or spec.type != RESET_STEP)
+    )
+
+
+#: ``(major, reset_step)`` → the chunk types (``data-*`` aside) that client accepts.
+ACCEPTED_TYPES: Final[dict[tuple[int, bool], frozenset[str]]] = {
+    (major, reset_step): _accepted_types(major, reset_step)
+    for major in ALL_MAJORS
+    for reset_step in (False, True)
+}
 
 #: Required ``z.unknown()`` keys: they must be present even when the value is ``null`` (spec §2.2).
 REQUIRED_JSON_KEYS: Final[dict[str, tuple[str, ...]]] = {

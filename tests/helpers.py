@@ -25,9 +25,10 @@ def guard_all(
     target: int = 5,
     reason: CloseReason | None = CloseReason.COMPLETED,
     message_id: str | None = None,
+    reset_step: bool = False,
     **close_kwargs: Any,
 ) -> tuple[list[dict[str, Any]], StreamGuard]:
-    guard = StreamGuard(target=target, message_id=message_id)
+    guard = StreamGuard(target=target, message_id=message_id, reset_step=reset_step)
     out: list[dict[str, Any]] = []
     for chunk in chunks:
         out += guard.feed(chunk)
@@ -51,9 +52,9 @@ def decode_sse(body: bytes) -> list[dict[str, Any]]:
     return [json.loads(e.data) for e in events if e.data != "[DONE]"]
 
 
-def assert_valid_for(body: bytes, *majors: int) -> None:
+def assert_valid_for(body: bytes, *majors: int, reset_step: bool = False) -> None:
     for major in majors or (5, 6, 7):
-        report = validate_sse(body, major)
+        report = validate_sse(body, major, reset_step=reset_step and major == 7)
         assert report.ok, (major, [str(e) for e in report.errors], body[:2000])
 
 

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from chunkbridge.gateway.logging import get_logger
@@ -20,6 +21,7 @@ from chunkbridge.gateway.stores.base import Forget, Put, Save, StoreUnavailable
 from chunkbridge.gateway.stores.checkpoint_sql import SqlCheckpointStore
 from chunkbridge.gateway.stores.transcript_sql import SqlTranscriptStore
 from chunkbridge.gateway.stores.writer import StoreWriter
+from chunkbridge.gateway.turn.durable import first_checkpoint
 from chunkbridge.translators.core.checkpoint import Checkpoint, Intent, Stage
 
 KEY = ("s1", "c1")
@@ -145,3 +147,14 @@ async def test_a_database_that_fails_is_told_to_the_turn(stores: Stores) -> None
     with pytest.raises(StoreUnavailable):
         await fast.record(Save(KEY, 1, 1, first().to_json(), first().head_json()))
     await fast.drain(1)
+
+
+def test_a_checkpoint_says_whom_its_stream_is_written_for() -> None:
+    """``reset_step`` travels with ``target`` (a taker writes for the same client); one written
+    before it existed is for a client without it."""
+    one = first_checkpoint({}, "run", "msg_1", 7, None, 0, None, reset_step=True)
+    assert (one.target, one.reset_step) == (7, True)
+    assert Checkpoint.from_json(one.to_json(), one.head_json()) == one
+    older = orjson.loads(one.to_json())
+    del older["reset_step"]
+    assert Checkpoint.from_json(orjson.dumps(older), one.head_json()).reset_step is False

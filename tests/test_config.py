@@ -31,6 +31,14 @@ def test_precedence_file_env_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert config.host == "127.0.0.1"  # None flags do not override
 
 
+def test_the_target_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CHUNKBRIDGE_TARGET", "7")
+    assert load_config().config.target == 7
+    monkeypatch.setenv("CHUNKBRIDGE_TARGET", "8")
+    with pytest.raises(ConfigError, match="target"):
+        load_config()
+
+
 def test_bare_port_is_a_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PORT", "18713")
     assert load_config().config.port == 18713
@@ -50,6 +58,9 @@ def test_bare_port_is_a_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
         ({"durable": True, "store": "sqlite"}, "durable needs resume = redis"),
         ({"durable": True, "resume": "redis"}, "a store (store = sqlite or postgres)"),
         ({"max_recoveries": -1}, "max_recoveries"),
+        ({"reset_step": True}, "reset_step needs target = 7"),
+        ({"reset_step": True, "target": 6}, "reset_step needs target = 7"),
+        ({"reset_step": "maybe", "target": 7}, "reset_step"),
     ],
 )
 def test_bad_configuration_is_reported_with_the_setting(flags: dict, message: str) -> None:
@@ -62,6 +73,33 @@ def test_durable_turns_need_redis_and_a_store() -> None:
     config = load_config(durable=True, resume="redis", store="postgres").config
     assert config.durable and config.max_recoveries == 3
     assert load_config().config.durable is False
+
+
+def test_reset_step_from_a_file_the_environment_and_a_flag(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Off unless said; the same name everywhere, flags winning as for every setting."""
+    from chunkbridge.gateway.cli import build_parser
+    from chunkbridge.gateway.cli.flags import load_settings
+
+    assert load_config(target=7).config.reset_step is False
+    toml = tmp_path / "c.toml"
+    toml.write_text("target = 7\nreset_step = true\n")
+    assert load_config(toml).config.reset_step is True
+    monkeypatch.setenv("CHUNKBRIDGE_TARGET", "7")
+    monkeypatch.setenv("CHUNKBRIDGE_RESET_STEP", "true")
+    assert load_config().config.reset_step is True
+    monkeypatch.setenv("CHUNKBRIDGE_RESET_STEP", "false")
+    assert load_config(toml).config.reset_step is False  # env > file
+
+    def serve(*flags: str) -> GatewayConfig:
+        args = build_parser().parse_args(["serve", "--dialect", "openai-chat", *flags])
+        return load_settings(args, args.flags).config
+
+    assert serve("--reset-step").reset_step is True  # flag > env
+    monkeypatch.setenv("CHUNKBRIDGE_RESET_STEP", "true")
+    assert serve("--no-reset-step").reset_step is False
+    assert serve().reset_step is True
 
 
 def test_jwt_key_file(tmp_path: Path) -> None:

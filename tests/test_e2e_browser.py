@@ -349,8 +349,12 @@ def test_the_agent_demo_page_in_headless_chromium(observed: Observed) -> None:
     result = observed("agentDemo")
     assert "gateway-run MCP tools" in result["header"]
     tools = result["tools"]
-    assert tools[0].startswith("🔧 add") and "output-available" in tools[0] and "5" in tools[0]
-    assert tools[1].startswith("🔧 multiply") and "→ 20" in tools[1]  # the result's text
+    assert tools[0].startswith("add") and "output-available" in tools[0] and "5" in tools[0]
+    assert tools[1].startswith("multiply") and "→ 20" in tools[1]  # the result's text
+    # each tool's icon is drawn by the page (an inline SVG), not a glyph of an emoji font
+    icons = result["toolIcons"]
+    assert len(icons) == len(tools) and all(i["tag"] == "svg" for i in icons), icons
+    assert all(i["width"] == i["height"] == 14 for i in icons), icons
     assert result["status"] == "finished (stop)", result
     assert any("note 1 saved" in text for text in result["texts"]), result["texts"]
     # the first question's trace, parents before children: the page's request, the turn, a

@@ -6,7 +6,9 @@ import pytest
 
 from chunkbridge.translators.core.client_model import KnownToolCall
 from chunkbridge.translators.core.closing import CLOSE_OUTCOMES, CloseReason, CloseRequest
+from chunkbridge.translators.core.gating import Gate
 from chunkbridge.translators.core.guard import StreamGuard
+from chunkbridge.translators.core.validator import validate_sse
 from tests.helpers import assert_valid_for, guard_all, to_sse, types
 
 TD = {"type": "text-delta", "id": "t", "delta": "x"}
@@ -367,3 +369,66 @@ def test_a_continuation_attaches_outputs_to_known_parts_and_opens_with_the_denia
     assert [c.get("toolCallId") for c in out if c.get("toolCallId")] == ["d", "c"]
     assert guard.repairs["dropped-known-tool-input"] == 2
     assert guard.repairs["dropped-output-after-denial"] == 1
+
+
+# -- reset-step: only for a client that says it knows it ------------------------------------------
+
+#: A step that streams some text and the start of a call, then is withdrawn and made again.
+WITHDRAWN_STEP = [
+    {"type": "start-step"},
+    {"type": "text-start", "id": "t1"},
+    {"type": "text-delta", "id": "t1", "delta": "a draft"},
+    {"type": "tool-input-start", "toolCallId": "c1", "toolName": "search"},
+    {"type": "reset-step"},
+    {"type": "text-start", "id": "t2"},
+    {"type": "text-delta", "id": "t2", "delta": "the answer"},
+    {"type": "text-end", "id": "t2"},
+]
+
+
+@pytest.mark.parametrize("target", [5, 6, 7])
+def test_reset_step_is_never_sent_to_a_client_without_it(target: int) -> None:
+    """Without ``reset_step`` (ai 5, 6, or an ai 7 that may be older than 7.0.70) the withdrawn
+    parts stay: the open text ends where the step was withdrawn, the app hears of it in a
+    transient data part, and the call cut off is settled at the end like any other."""
+    out, guard = guard_all(WITHDRAWN_STEP, target=target)
+    assert "reset-step" not in types(out)
+    at = out.index({"type": "data-reset-step", "data": {}, "transient": True})
+    assert out[at - 1] == {"type": "text-end", "id": "t1"}
+    assert guard.gate.conversions == {"type:reset-step->data-reset-step": 1}
+    settled = [c["toolCallId"] for c in out if c["type"] == "tool-output-error"]
+    assert settled == ["c1"]
+    assert guard.reset_step is False
+    assert_valid_for(to_sse(out), *range(target, 8))
+
+
+def test_reset_step_reaches_a_client_that_knows_it() -> None:
+    """With ``reset_step`` the chunk goes out as it is: the client drops the step's parts and
+    forgets their ids, so nothing of the withdrawn step is closed or settled afterwards."""
+    out, guard = guard_all(WITHDRAWN_STEP, target=7, reset_step=True)
+    assert types(out) == [
+        "start",
+        "start-step",
+        "text-start",
+        "text-delta",
+        "tool-input-start",
+        "reset-step",
+        "text-start",
+        "text-delta",
+        "text-end",
+        "finish-step",
+        "finish",
+    ]
+    assert guard.gate.conversions == {} and guard.repairs == {}
+    assert guard.reset_step is True and guard.gate.reset_step is True
+    body = to_sse(out)
+    assert_valid_for(body, 7, reset_step=True)
+    report = validate_sse(body, 7)  # an ai 7 not known to have it rejects it
+    assert not report.ok and "reset_step" in str(report.errors[0])
+
+
+def test_reset_step_is_an_ai_7_capability() -> None:
+    with pytest.raises(ValueError, match="reset_step"):
+        Gate(6, reset_step=True)
+    with pytest.raises(ValueError, match="reset_step"):
+        StreamGuard(target=5, reset_step=True)

@@ -118,12 +118,16 @@ def sequences(with_reset: bool) -> st.SearchStrategy[list[Any]]:
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(sequences(with_reset=True), st.sampled_from([5, 6, 7]), CLOSE_REASONS)
-def test_guard_output_validates_for_its_target(chunks, target, reason) -> None:
+@given(sequences(with_reset=True), st.sampled_from([5, 6, 7, "7+reset-step"]), CLOSE_REASONS)
+def test_guard_output_validates_for_its_target(chunks, client, reason) -> None:
     chunks, _ = _number_deltas(chunks)
-    out, guard = guard_all(chunks, target=target, reason=reason)
+    target, reset_step = (7, True) if client == "7+reset-step" else (client, False)
+    out, guard = guard_all(chunks, target=target, reason=reason, reset_step=reset_step)
     body = to_sse(out)
-    assert_valid_for(body, *range(target, 8))  # target 5's output is accepted by 5, 6 and 7
+    # target 5's output is accepted by 5, 6 and 7; reset-step only by a client that knows it
+    assert_valid_for(body, *range(target, 8), reset_step=reset_step)
+    if not reset_step:
+        assert "reset-step" not in [c["type"] for c in out]
     assert [c["type"] for c in out].count("start") == 1
     assert out[-1]["type"] == "finish" and guard.finished
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from chunkbridge.translators.core.validator import validate_sse
+from tests.conformance.harness import AI7_WITHOUT_RESET_STEP
 from tests.helpers import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,7 +34,8 @@ def test_sample_set_is_broad() -> None:
 def test_validator_agrees_with_recorded_client(name: str, major: int) -> None:
     body = (SAMPLES / f"{name}.sse").read_bytes()
     recorded = VERDICTS[name][str(major)]
-    report = validate_sse(body, major)
+    # the pinned ai 7 (7.0.173) is one that accepts reset-step
+    report = validate_sse(body, major, reset_step=major == 7)
     assert report.ok is recorded["ok"], (recorded, [str(e) for e in report.errors])
     if recorded["ok"]:
         assert report.error_text == recorded.get("errorText")
@@ -110,3 +112,35 @@ def test_validate_judges_a_continuation_against_the_message_it_continues(
     continued.write_text('{"role": "user", "parts": []}')
     code, _, err = run_cli(capsys, *run, "--continues", str(continued))
     assert code == 2 and "assistant" in err
+
+
+def test_validate_accepts_reset_step_only_for_a_client_said_to_have_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``--reset-step`` (the ``reset_step`` setting): an ai 7 of 7.0.70 or later. Without it an
+    ai 7 client may be older, and those reject the chunk type."""
+    sample = str(SAMPLES / "reset-step.sse")
+    code, out, _ = run_cli(capsys, "validate", "--target", "7", sample)
+    assert code == 1 and "'reset-step' exists from ai 7.0.70 on" in out, out
+    code, out, err = run_cli(capsys, "validate", "--target", "7", "--reset-step", sample)
+    assert code == 0 and "accepted by ai 7 with reset-step" in out, out + err
+    code, out, _ = run_cli(capsys, "validate", "--target", "7", "--reset-step", "--json", sample)
+    assert code == 0 and json.loads(out)["resetStep"] is True
+    for command in (["validate"], ["replay", "--dialect", "openai-chat"]):
+        code, _, err = run_cli(capsys, *command, "--target", "6", "--reset-step", sample)
+        assert code == 2 and "--reset-step needs --target 7" in err, command
+
+
+@pytest.mark.conformance
+def test_the_ai_7_without_reset_step_rejects_what_the_validator_rejects(real_clients) -> None:
+    """The harness's 7.0.69, the last ai 7 before reset-step (loose like the pinned 7), is the
+    client ``reset_step`` off stands for: it rejects the chunk type the pinned 7 accepts."""
+    body = (SAMPLES / "reset-step.sse").read_bytes()
+    verdicts = real_clients.check(body, majors=(7, AI7_WITHOUT_RESET_STEP))
+    assert verdicts[7].ok and validate_sse(body, 7, reset_step=True).ok
+    older = verdicts[AI7_WITHOUT_RESET_STEP]
+    assert not older.ok and older.fatal is not None and "reset-step" in older.fatal
+    assert not validate_sse(body, 7).ok
+    # loose like the pinned 7: a key it does not declare is ignored, not fatal
+    extra = b'data: {"type":"start","future":1}\n\ndata: {"type":"finish"}\n\ndata: [DONE]\n\n'
+    assert real_clients.check(extra, majors=(AI7_WITHOUT_RESET_STEP,))[AI7_WITHOUT_RESET_STEP].ok

@@ -37,6 +37,7 @@ __all__ = [
     "collect",
     "fail",
     "load_settings",
+    "target_problem",
 ]
 
 #: The ``add_subparsers`` object: each command module adds its own subcommands to it.
@@ -164,6 +165,8 @@ def fail(command: str, message: object) -> int:
 
 
 def add_target(parser: argparse.ArgumentParser) -> None:
+    """``--target`` and ``--reset-step``: the client, as the settings of the same names say it
+    (check them with :func:`target_problem`)."""
     parser.add_argument(
         "--target",
         type=int,
@@ -171,3 +174,15 @@ def add_target(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_TARGET,
         help=f"AI SDK major of the client (default {DEFAULT_TARGET}: accepted by 5, 6 and 7)",
     )
+    parser.add_argument(
+        "--reset-step",
+        action="store_true",
+        help=GatewayConfig.model_fields["reset_step"].description,
+    )
+
+
+def target_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with the client :func:`add_target`'s flags name, if anything."""
+    if args.reset_step and args.target != 7:
+        return "--reset-step needs --target 7 (reset-step is in ai 7.0.70 and later)"
+    return None

@@ -50,6 +50,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         dialect=config.dialect,
         upstream=config.upstream,
         target=config.target,
+        reset_step=config.reset_step,
         auth=config.auth.value,
     )
     if config.workers > 1:

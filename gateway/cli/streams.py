@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from chunkbridge.gateway.cli.flags import SubParsers, add_target, fail
+from chunkbridge.gateway.cli.flags import SubParsers, add_target, fail, target_problem
 
 __all__ = ["register"]
 
@@ -36,6 +36,9 @@ def _continued(path: str) -> tuple[str, list[Any]]:
 def cmd_validate(args: argparse.Namespace) -> int:
     from chunkbridge.translators.core.validator import validate_sse
 
+    problem = target_problem(args)
+    if problem is not None:
+        return fail("validate", problem)
     try:
         body = _read_input(args.file)
     except OSError as exc:
@@ -49,7 +52,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
         except (OSError, ValueError) as exc:
             print(f"chunkbridge validate: --continues {args.continues}: {exc}", file=sys.stderr)
             return 2
-    report = validate_sse(body, args.target, continued_message_id=message_id, known_tools=known)
+    report = validate_sse(
+        body,
+        args.target,
+        continued_message_id=message_id,
+        known_tools=known,
+        reset_step=args.reset_step,
+    )
     if args.json:
         import orjson
 
@@ -64,7 +73,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     verdict = "accepted" if report.ok else "REJECTED"
     ending = f", ends with error {report.error_text!r}" if report.error_text is not None else ""
     reason = f", finishReason {report.finish_reason}" if report.finish_reason else ""
-    print(f"{name}: {verdict} by ai {args.target} ({report.chunks} chunks{reason}{ending})")
+    client = f"ai {args.target}" + (" with reset-step" if args.reset_step else "")
+    print(f"{name}: {verdict} by {client} ({report.chunks} chunks{reason}{ending})")
     return 0 if report.ok else 1
 
 
@@ -74,6 +84,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from chunkbridge.gateway.registry import UnknownDialect, get_dialect
     from chunkbridge.kit import UnknownEventPolicy
 
+    problem = target_problem(args)
+    if problem is not None:
+        return fail("replay", problem)
     try:
         get_dialect(args.dialect)
     except UnknownDialect as exc:
@@ -86,6 +99,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         args.dialect,
         frames_of(raw.decode("utf-8", "surrogateescape")),
         target=args.target,
+        reset_step=args.reset_step,
         unknown_events=UnknownEventPolicy(args.unknown_events),
     )
     if args.update:

@@ -33,7 +33,8 @@ GoldenCheck = Callable[..., bytes]
 
 @pytest.fixture
 def chunkbridge_golden(request: pytest.FixtureRequest) -> GoldenCheck:
-    """``check(dialect, recording, golden=None, target=5) -> bytes``: replay and compare."""
+    """``check(dialect, recording, golden=None, target=5, reset_step=False) -> bytes``: replay
+    and compare."""
     from chunkbridge.gateway.devtools.replay import golden_diff, replay_file
 
     update = bool(request.config.getoption("--update-goldens"))
@@ -43,10 +44,11 @@ def chunkbridge_golden(request: pytest.FixtureRequest) -> GoldenCheck:
         recording: str | Path,
         golden: str | Path | None = None,
         target: int = 5,
+        reset_step: bool = False,
     ) -> bytes:
         recording = Path(recording)
         golden_path = Path(golden) if golden is not None else recording.with_suffix(".sse")
-        output = replay_file(dialect, recording, target=target)
+        output = replay_file(dialect, recording, target=target, reset_step=reset_step)
         if update or not golden_path.exists():
             if not update:
                 pytest.fail(

@@ -42,18 +42,21 @@ def replay_frames(
     frames: Iterable[str | bytes],
     *,
     target: int = 5,
+    reset_step: bool = False,
     unknown_events: UnknownEventPolicy = UnknownEventPolicy.FORWARD,
     message_id: str | None = None,
     settings: Any = None,
 ) -> bytes:
-    """The SSE body (``[DONE]`` included) a recorded session becomes."""
+    """The SSE body (``[DONE]`` included) a recorded session becomes, for the client ``target``
+    and ``reset_step`` say (:class:`~chunkbridge.translators.core.turn.TurnOptions`)."""
     description = get_dialect(dialect)
     if settings is None:
         settings = description.settings()
     translator = description.translator(
         TranslatorOptions(unknown_events=unknown_events, settings=settings)
     )
-    turn = Turn(translator, TurnOptions(target=target, message_id=message_id))
+    options = TurnOptions(target=target, reset_step=reset_step, message_id=message_id)
+    turn = Turn(translator, options)
     driver = TurnDriver(ReplayUpstream(frames), turn, REPLAY_SETTINGS)
     out: list[bytes] = []
 

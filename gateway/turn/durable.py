@@ -238,6 +238,8 @@ def first_checkpoint(
     header: int,
     released: list[ReadyCall] | None,
     denied: tuple[str, ...] = (),
+    *,
+    reset_step: bool = False,
 ) -> Checkpoint:
     """A durable turn's first checkpoint: before its first model call — or the calls its
     continuation released, none of which a takeover runs again. ``header``: the bytes its log
@@ -249,6 +251,7 @@ def first_checkpoint(
         run_id=run_id,
         message_id=message_id,
         target=target,
+        reset_step=reset_step,
         log_bytes=header,
         prefix=header,
         loop={},

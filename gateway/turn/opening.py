@@ -260,6 +260,7 @@ async def _held(gateway: Gateway, admission: Admission, trace: Trace) -> Admissi
         header,
         admission.released,
         tuple(a.tool_call_id for a in admission.answers if not a.approved),
+        reset_step=gateway.config.reset_step,
     )
     checkpoints = await durable.begin(gateway.durable, admission.seat.key, first)
     return dataclasses.replace(admission, checkpoints=checkpoints)
@@ -350,6 +351,7 @@ def _turn(
     agent = gateway.agent
     options = TurnOptions(
         target=config.target,
+        reset_step=config.reset_step,
         message_id=message_id,
         mask_errors=config.mask_errors,
         known_tools=admission.turn_input.known_tool_calls(),

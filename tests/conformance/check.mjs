@@ -9,6 +9,8 @@
 //
 // Input  (stdin): JSON array of cases {id, body | body_b64, majors?: [5,6,7], message?: UIMessage}
 //                 `message` is the assistant message being continued (spec §5.4), if any.
+//                 Besides the majors' pinned releases, "7.0.69" is the last ai 7 without
+//                 `reset-step` (7.0.70 added it; loose schemas since 7.0.32).
 // Output (stdout): one JSON array, one entry per case: {id, results: {"5": verdict, ...}}
 //   verdict = {ok, fatal?: {name, message}, errorText?, finishReason?, message, chunks}
 //
@@ -21,6 +23,7 @@ const clients = {
   5: await import("ai5"),
   6: await import("ai6"),
   7: await import("ai7"),
+  "7.0.69": await import("ai7-0-69"),
 };
 
 function bodyBytes(testCase) {

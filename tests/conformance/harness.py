@@ -23,6 +23,14 @@ HERE = Path(__file__).resolve().parent
 #: The AI SDK's own provider packages, for the differential tests of the provider dialects.
 PROVIDER_PACKAGES = ("anthropic", "openai", "google", "mcp")
 MAJORS = (5, 6, 7)
+#: The last ai 7 release without ``reset-step`` (7.0.70 added it), loose like the pinned 7: a
+#: client the ``reset_step`` setting must not be turned on for. Checked like a major:
+#: ``check(body, majors=(7, AI7_WITHOUT_RESET_STEP))``, its verdict under this key.
+AI7_WITHOUT_RESET_STEP = "7.0.69"
+#: A major, or a release of one that the harness also has (:data:`AI7_WITHOUT_RESET_STEP`).
+Client = int | str
+#: The npm aliases of those clients (tests/conformance/package.json).
+_CLIENT_PACKAGES = ("ai5", "ai6", "ai7", "ai7-0-69")
 
 
 class HarnessUnavailable(RuntimeError):
@@ -32,7 +40,7 @@ class HarnessUnavailable(RuntimeError):
 def unavailable_reason() -> str | None:
     if shutil.which("node") is None:
         return "node is not on PATH"
-    for alias in ("ai5", "ai6", "ai7"):
+    for alias in _CLIENT_PACKAGES:
         if not (HERE / "node_modules" / alias / "package.json").is_file():
             return f"tests/conformance/node_modules/{alias} is missing (run make install)"
     for package in PROVIDER_PACKAGES:
@@ -87,8 +95,13 @@ def run_script(name: str, payload: Any, timeout: float) -> Any:
     return oracle().request(name, payload, timeout)
 
 
-def run_cases(cases: list[dict[str, Any]], timeout: float = 300) -> list[dict[int, Verdict]]:
-    """Run ``[{"body": bytes, "majors"?: [...], "message"?: {...}}]``; one dict per case."""
+def _client(key: str) -> Client:
+    return int(key) if key.isdigit() else key
+
+
+def run_cases(cases: list[dict[str, Any]], timeout: float = 300) -> list[dict[Client, Verdict]]:
+    """Run ``[{"body": bytes, "majors"?: [...], "message"?: {...}}]``; one dict per case, by
+    client (a major, or :data:`AI7_WITHOUT_RESET_STEP`)."""
     payload = [
         {
             "id": str(i),
@@ -100,7 +113,7 @@ def run_cases(cases: list[dict[str, Any]], timeout: float = 300) -> list[dict[in
     ]
     results = run_script("check.mjs", payload, timeout)
     return [
-        {int(major): Verdict.from_json(v) for major, v in entry["results"].items()}
+        {_client(major): Verdict.from_json(v) for major, v in entry["results"].items()}
         for entry in results
     ]
 
@@ -151,13 +164,16 @@ class RealClients:
     """The pytest fixture's object: ``check(body)`` → ``{5: Verdict, 6: ..., 7: ...}``."""
 
     def check(
-        self, body: bytes, majors: tuple[int, ...] = MAJORS, message: dict[str, Any] | None = None
-    ) -> dict[int, Verdict]:
+        self,
+        body: bytes,
+        majors: tuple[Client, ...] = MAJORS,
+        message: dict[str, Any] | None = None,
+    ) -> dict[Client, Verdict]:
         return run_cases([{"body": body, "majors": majors, "message": message}])[0]
 
     def check_many(
-        self, bodies: list[bytes], majors: tuple[int, ...] = MAJORS
-    ) -> list[dict[int, Verdict]]:
+        self, bodies: list[bytes], majors: tuple[Client, ...] = MAJORS
+    ) -> list[dict[Client, Verdict]]:
         return run_cases([{"body": b, "majors": majors} for b in bodies])
 
     def ai_sdk_provider_bodies(self, cases: list[dict[str, Any]]) -> list[bytes]:

@@ -89,6 +89,9 @@ class Checkpoint:
     #: be: their instance stopped on purpose before it sent them (they all run after it).
     intents: tuple[Intent, ...] = ()
     sent: bool = True
+    #: With ``target``, whom the stream is written for: the client accepts ``reset-step``
+    #: (``TurnOptions.reset_step``). Absent from checkpoints written before it: ``False``.
+    reset_step: bool = False
     #: The head: the request as the turn sends it (``ChatRequest`` JSON), and the assistant
     #: message it continues (``None``: a new one).
     request: dict[str, Any] = field(default_factory=dict)
@@ -110,6 +113,7 @@ class Checkpoint:
                 "run_id": self.run_id,
                 "message_id": self.message_id,
                 "target": self.target,
+                "reset_step": self.reset_step,
                 "log_bytes": self.log_bytes,
                 "prefix": self.prefix,
                 "loop": self.loop,

@@ -1,7 +1,8 @@
 """Target gating: make one chunk acceptable to one client major, converting instead of dropping.
 
 A chunk type the target does not know is converted to the nearest thing it does know (the table
-:data:`TYPE_CONVERSIONS`); a field the target does not declare is removed (the strict early patch
+:data:`TYPE_CONVERSIONS`; ``reset-step`` counts as unknown to an ai 7 client not said to accept
+it, ``reset_step``); a field the target does not declare is removed (the strict early patch
 releases of every major reject it, spec §2.1); ``null`` in an optional field is removed and a
 missing required ``unknown`` key is added as ``null`` (spec §2.2); a number where an id string is
 expected is stringified; a ``finishReason`` the target rejects is mapped (``interrupted`` →
@@ -20,6 +21,7 @@ from typing import Any
 
 from chunkbridge.protocol_specs.ui_message_shapes import value_fits
 from chunkbridge.protocol_specs.ui_message_stream import (
+    ACCEPTED_TYPES,
     CHUNK_SPECS,
     DATA_CHUNK_SPEC,
     DATA_PREFIX,
@@ -68,7 +70,9 @@ TYPE_CONVERSIONS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "custom": _as_data("custom"),
     "reasoning-file": _reasoning_file_as_file,
     "steering-message": _as_data("steering-message"),
-    # Below 7 the client cannot drop a step's parts; tell the app, keep the parts.
+    # A client without it (5, 6, an ai 7 without ``reset_step``) cannot drop a step's parts:
+    # they stay (the guard ends the open ones), and the app hears of it in ``onData`` only —
+    # transient, so the message the client holds (and the gateway stores) does not change.
     "reset-step": _as_data("reset-step", transient=True),
 }
 
@@ -91,26 +95,37 @@ _TARGET_TABLES = {target: _target_tables(target) for target in FINISH_REASONS}
 
 
 class Gate:
-    """Converts chunks for one target major. Call :meth:`gate` on every chunk, in order."""
+    """Converts chunks for one target major. Call :meth:`gate` on every chunk, in order.
+
+    ``reset_step``: the client is an ai 7 that accepts ``reset-step`` (the app pins ai ≥ 7.0.70);
+    without it ``reset-step`` is converted like any type the client lacks."""
 
     __slots__ = (
         "target",
+        "reset_step",
         "conversions",
         "_on_conversion",
+        "_types",
         "_declared",
         "_required",
         "_finish_reasons",
     )
 
-    def __init__(self, target: int, on_conversion: ConversionHook | None = None) -> None:
+    def __init__(
+        self, target: int, on_conversion: ConversionHook | None = None, *, reset_step: bool = False
+    ) -> None:
         if target not in FINISH_REASONS:
             raise ValueError(f"target must be 5, 6 or 7, not {target!r}")
+        if reset_step and target != 7:
+            raise ValueError(f"reset_step is an ai 7 capability, not one of target {target}")
         self.target = target
+        self.reset_step = reset_step
         #: How many chunks were changed, by kind of change (``type:x->y``, ``field-removed:t.f``…).
         #: A plain dict, not a ``Counter``: one is made per turn, and a dict of str → int is
         #: neither slow to build nor tracked by the garbage collector.
         self.conversions: dict[str, int] = {}
         self._on_conversion = on_conversion
+        self._types = ACCEPTED_TYPES[target, reset_step]
         self._declared, self._required = _TARGET_TABLES[target]
         self._finish_reasons = EMITTED_FINISH_REASONS[target]
 
@@ -134,7 +149,7 @@ class Gate:
                 self._count(f"type:{chunk_type}->data", chunk)
                 chunk = _as_data(chunk_type)(chunk)
             spec = DATA_CHUNK_SPEC
-        elif self.target not in spec.majors:
+        elif chunk_type not in self._types:
             converted = TYPE_CONVERSIONS[chunk_type](chunk)
             self._count(f"type:{chunk_type}->{converted['type']}", chunk)
             chunk = converted

@@ -24,9 +24,11 @@ same model the validator runs) and repairs instead of letting the client throw:
   in is read as the :class:`~chunkbridge.translators.core.closing.CloseRequest` it stands for.
 
 Every chunk first goes through :class:`~chunkbridge.translators.core.gating.Gate` for the target
-major. Each repair is counted in :attr:`StreamGuard.repairs` and reported through ``on_repair``.
-``feed`` and ``close`` never raise and do O(1) work per chunk (closing is linear in the open parts,
-once).
+major (and ``reset_step``: whether the client is an ai 7 that accepts ``reset-step``; for one that
+does not, the guard ends the step's open text and reasoning parts, which stay on that client, and
+the gate makes the chunk a transient data part). Each repair is counted in
+:attr:`StreamGuard.repairs` and reported through ``on_repair``. ``feed`` and ``close`` never
+raise and do O(1) work per chunk (closing is linear in the open parts, once).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from chunkbridge.protocol_specs.ui_message_stream import (
     CHUNK_SPECS,
     DATA_PREFIX,
     DEFAULT_TARGET,
+    RESET_STEP,
     STEPLESS_TYPES,
     TOOL_OUTPUT_TYPES,
 )
@@ -87,8 +90,11 @@ class StreamGuard:
         sign_approval: SignApproval | None = None,
         on_approval: ApprovalHook | None = None,
         runs_here: frozenset[str] = frozenset(),
+        reset_step: bool = False,
     ) -> None:
         self.target = target
+        #: The client accepts ``reset-step`` (an ai 7 ≥ 7.0.70): a step's parts can be withdrawn.
+        self.reset_step = reset_step
         #: Tools the gateway runs (the agent loop): a call still running when the stream ends is
         #: settled like a provider's, never left to the app.
         self._runs_here = runs_here
@@ -96,7 +102,7 @@ class StreamGuard:
         self.mask_errors = mask_errors
         #: Forced ``start.messageId`` (the assistant message being continued), if any.
         self.message_id = message_id
-        self.gate = Gate(target, on_conversion)
+        self.gate = Gate(target, on_conversion, reset_step=reset_step)
         # Named after the continued message, if any: its start must not reset the known tools.
         self.model = ClientModel(major=target, message_id=message_id or "")
         self.model.seed(known_tools)
@@ -153,12 +159,15 @@ class StreamGuard:
             self._emit_start(out, first)
             if first is not None:
                 return out
-        if type(chunk) is dict and chunk.get("type") == "tool-approval-request":
+        kind = chunk.get("type") if type(chunk) is dict else None
+        if kind == "tool-approval-request":
             request = self._approvals.request(chunk, self.model, self.gate)
             if request is None:
                 self._repair("dropped-approval-for-settled-call", chunk)
                 return out
             chunk = request
+        elif kind == RESET_STEP and not self.reset_step:
+            self._close_parts(out)  # this client keeps the withdrawn parts: as they are, done
         gated = self.gate.gate(chunk)
         if gated is not None:
             self._feed_gated(gated, out)

@@ -59,6 +59,9 @@ _JSONEncodeError = orjson.JSONEncodeError
 class TurnOptions:
     #: AI SDK major of the client (5 is accepted by 5, 6 and 7).
     target: int = DEFAULT_TARGET
+    #: The client is an ai 7 that accepts ``reset-step`` (``reset_step``, target 7 only):
+    #: ``guard.reset_step`` says whether a step's parts can be withdrawn on it.
+    reset_step: bool = False
     #: ``start.messageId``: the assistant message being continued (spec §5.4), if any.
     message_id: str | None = None
     #: Replace upstream error texts by generic ones in ``error`` chunks (they can leak internals).
@@ -99,6 +102,7 @@ class Turn:
             sign_approval=options.sign_approval,
             on_approval=options.on_approval,
             runs_here=options.gateway_tools or frozenset(),
+            reset_step=options.reset_step,
         )
         #: The agent loop's view of the model's steps (``TurnOptions.gateway_tools``), else
         #: ``None``.

@@ -40,6 +40,8 @@ class Finding:
 @dataclass(slots=True)
 class ValidationReport:
     target: int
+    #: The client is an ai 7 that accepts ``reset-step`` (``reset_step``).
+    reset_step: bool = False
     errors: list[Finding] = field(default_factory=list)
     warnings: list[Finding] = field(default_factory=list)
     #: Chunks the client applied (the ``[DONE]`` marker excluded).
@@ -55,6 +57,7 @@ class ValidationReport:
     def as_dict(self) -> dict[str, Any]:
         return {
             "target": self.target,
+            "resetStep": self.reset_step,
             "ok": self.ok,
             "errors": [str(f) for f in self.errors],
             "warnings": [str(f) for f in self.warnings],
@@ -87,11 +90,13 @@ def validate_sse(
     *,
     continued_message_id: str = "",
     known_tools: Sequence[KnownToolCall] = (),
+    reset_step: bool = False,
 ) -> ValidationReport:
-    """Check a whole SSE body for ``target`` (5, 6 or 7). Never raises on bad input. A
-    continuation (spec §5.4) is checked against the message it continues: its id and its tool
-    parts (``known_tools``), which the body may refer to."""
-    report = ValidationReport(target)
+    """Check a whole SSE body for ``target`` (5, 6 or 7; ``reset_step``: an ai 7 client that
+    accepts ``reset-step``). Never raises on bad input. A continuation (spec §5.4) is checked
+    against the message it continues: its id and its tool parts (``known_tools``), which the
+    body may refer to."""
+    report = ValidationReport(target, reset_step)
     decoder = SseDecoder()
     events = decoder.decode_bytes(body) if isinstance(body, bytes) else decoder.decode(body)
     dangling = decoder.flush()
@@ -171,7 +176,7 @@ def _client_chunk(event: SseEvent, report: ValidationReport) -> Any:
         what = "empty data" if not event.data.strip() else f"data is not JSON ({exc})"
         report.errors.append(Finding(event.line, f"{what}: {event.data[:80]!r}"))
         return None
-    problems = schema_errors(chunk, report.target)
+    problems = schema_errors(chunk, report.target, reset_step=report.reset_step)
     if problems:
         report.errors.extend(Finding(event.line, p) for p in problems)
         return None

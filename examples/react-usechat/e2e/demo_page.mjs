@@ -88,6 +88,14 @@ export function agentDemo({ api }, artifacts) {
     await turn(page, () => send(page, 'what is (2 + 3) × 4?'));
     await page.locator('#chat').getByText('Done in 2 tool call(s)').waitFor();
     seen.tools = await page.locator('#chat .tool').allTextContents();
+    // each tool's icon, as drawn: an inline SVG (no emoji font needed), its size on the page
+    seen.toolIcons = await page.locator('#chat .tool').evaluateAll((tools) =>
+      tools.map((tool) => {
+        const icon = tool.firstElementChild;
+        const box = icon?.getBoundingClientRect();
+        return { tag: icon?.tagName ?? null, width: box?.width ?? 0, height: box?.height ?? 0 };
+      }),
+    );
     seen.trace = await trace;
     await page.screenshot({ path: `${artifacts}/demo-agent-trace.png` });
     await turn(page, () => send(page, 'note: buy milk'));

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 from redis import Redis
 
-from tests.conformance.harness import chat_loop
+from tests.conformance.harness import AI7_WITHOUT_RESET_STEP, chat_loop
 from tests.durable_harness import (
     FINAL,
     LONG,
@@ -224,3 +224,40 @@ def test_a_continuation_taken_over_before_it_began_sends_its_denials(
     assert FINAL in "".join(c.get("delta", "") for c in chunks if c["type"] == "text-delta")
     assert not [e for e in executions if e.tool == "charge"]  # denied: never run
     assert model.steps_of("appr") == [1, 2, 3]
+
+
+def test_a_step_cut_off_by_a_death_is_withdrawn_where_the_client_takes_reset_step(
+    redis_url: str, postgres_url: str, tmp_path: Path, real_clients: Any
+) -> None:
+    """With ``reset_step`` (an app on ai >= 7.0.70), the answer's step the owner was streaming
+    when it died is withdrawn with ``reset-step`` and streamed again as the model says it now,
+    instead of continued where readers were: the pinned ai 7 shows it once; ai 7.0.69 would
+    refuse the stream, which is why the setting is the app's to turn on."""
+    extra = ("--target", "7", "--reset-step")
+    with durable_world(tmp_path, postgres(postgres_url), redis_url, lease=LEASE, extra=extra) as w:
+        model, cluster, log = w
+        owner, other = cluster.instances
+        follower = Follower(other.base, "withdraw")
+        start_turn(owner.base, "withdraw")
+        follower.start()
+        wait_for(lambda: 3 in model.steps_of("withdraw"), 30, "the answer's step")
+        time.sleep(0.4)  # about a dozen of its words shown (one each 30 ms)
+        cluster.kill(owner)
+        follower.join(60)
+        executions = executions_of(log)
+    chunks = follower.chunks
+    kinds = [c["type"] for c in chunks]
+    assert kinds.count("reset-step") == 1, kinds
+    withdrawn = kinds.index("reset-step")
+    said = [c["delta"] for c in chunks if c["type"] == "text-delta"]
+    before = [c.get("delta") for c in chunks[:withdrawn] if c["type"] == "text-delta"]
+    assert "word0" in before  # readers saw the answer begin, then saw it withdrawn
+    assert said.count(" word39.") == 1 and said.count("word0") == 2, said
+    # the redone step goes on in the step readers saw open: no second step-start
+    assert kinds[withdrawn:].count("start-step") == 0, kinds[withdrawn:]
+    verdicts = real_clients.check(follower.body, majors=(7, AI7_WITHOUT_RESET_STEP))
+    assert check_turn("withdraw", follower, {7: verdicts[7]}, model, executions) >= 1
+    message = verdicts[7].message
+    steps = [i for i, p in enumerate(message["parts"]) if p["type"] == "step-start"]
+    assert len(steps) == 3, message["parts"]  # one per model step, the redone one included
+    assert not verdicts[AI7_WITHOUT_RESET_STEP].ok

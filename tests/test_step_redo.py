@@ -20,7 +20,12 @@ import pytest
 from chunkbridge.gateway.registry import get_dialect
 from chunkbridge.kit import IdFactory, TranslatorOptions, counter_ids
 from chunkbridge.translators.core.event_translator import EventTranslator
-from chunkbridge.translators.core.redo import CUT_OFF_CALL_TEXT, StepRedo, step_tail
+from chunkbridge.translators.core.redo import (
+    CUT_OFF_CALL_TEXT,
+    StepRedo,
+    step_tail,
+    withdrawable,
+)
 from chunkbridge.translators.core.turn import Turn, TurnOptions
 from tests.agent_responses import answer
 from tests.conformance.harness import RealClients
@@ -463,6 +468,20 @@ def test_step_tail_is_the_chunks_after_the_last_finish_step() -> None:
     tail = step_tail(log)
     assert tail[0] == {"type": "start-step"} and log[-len(tail) - 1] == {"type": "finish-step"}
     assert step_tail(tail) == tail
+
+
+def test_a_reset_step_leaves_the_step_open_and_nothing_shown_to_match() -> None:
+    """After ``reset-step`` readers hold the step's opening and nothing of it: the tail is that
+    opening and what came after; a redone step then opens no second step and matches nothing
+    (each part new), and there is nothing left to withdraw."""
+    log = first_instance(STEP_2, TEXT_OPEN)
+    assert withdrawable(log)
+    reset = [*log, {"type": "reset-step"}]
+    assert step_tail(reset) == [{"type": "start-step"}] and not withdrawable(reset)
+    text = {"type": "text-start", "id": "text-9"}
+    assert step_tail([*reset, text]) == [{"type": "start-step"}, text]
+    assert withdrawable([*reset, text])
+    assert not withdrawable([*log, {"type": "finish-step"}, {"type": "start-step"}])
 
 
 # -- the real clients ---------------------------------------------------------------------------

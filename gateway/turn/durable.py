@@ -42,7 +42,7 @@ from chunkbridge.translators.core.agent_loop import AgentLoop, LoopPhase
 from chunkbridge.translators.core.checkpoint import Checkpoint, Intent, Stage
 from chunkbridge.translators.core.closing import CloseReason, CloseRequest
 from chunkbridge.translators.core.event_translator import Chunk, EventTranslator
-from chunkbridge.translators.core.redo import StepRedo
+from chunkbridge.translators.core.redo import StepRedo, withdrawable
 from chunkbridge.translators.core.sse_codec import encode_chunks
 from chunkbridge.translators.core.steps import ReadyCall
 from chunkbridge.translators.core.turn import Turn
@@ -335,6 +335,16 @@ class DurableDriver(AgentDriver):
         and its step continues what readers saw of it (``shown``: the log's chunks;
         :class:`~chunkbridge.translators.core.redo.StepRedo`)."""
         self._redo = (opening, shown)
+
+    async def _open_model(self, write: Write) -> None:
+        redo = self._redo
+        if redo is not None and self.turn.guard.reset_step and withdrawable(redo[1]):
+            # a client that takes reset-step: what it saw of the step is withdrawn, and the
+            # redone step is shown as the model streams it now
+            withdrawn = self.turn.emit([{"type": "reset-step"}])
+            await self._write(write, encode_chunks(withdrawn))
+            self._redo = (redo[0], [*redo[1], *withdrawn])
+        await super()._open_model(write)
 
     def _open_step(self, message: dict[str, Any]) -> Awaitable[Upstream]:
         if self._redo is not None:

@@ -242,6 +242,7 @@ def _turn(
     secret, session_id = gateway.approval_secret, turn_input.session_id
     turn_options = TurnOptions(
         target=checkpoint.target,
+        reset_step=checkpoint.reset_step,
         message_id=checkpoint.message_id,
         mask_errors=config.mask_errors,
         known_tools=turn_input.known_tool_calls(),

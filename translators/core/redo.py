@@ -41,6 +41,11 @@ A part that goes out as a new part keeps the redone translator's id unless the m
 used it (a fresh translator counts from 1 again): then it gets a ``-redo`` suffix. Sources,
 files and data parts are not matched: a redone one shows again.
 
+A client that takes ``reset-step`` (``reset_step``) is not given a continuation: the taker
+withdraws the tail with that chunk first, and :func:`step_tail` reads a withdrawn tail as the
+step's opening alone — the redone step then only drops its ``start-step`` and shows its parts as
+new ones.
+
 The turn's hot path writes text deltas straight under :attr:`StepRedo.text_id`; it is ``None``
 while the open redone text part is rewritten, so those deltas come through :meth:`StepRedo.feed`.
 The wrapper lives for one step: the next model call's translator is a plain one again.
@@ -55,7 +60,7 @@ from typing import Any, ClassVar
 from chunkbridge.translators.core.closing import CloseReason, CloseRequest
 from chunkbridge.translators.core.event_translator import Chunk, EventTranslator, Item
 
-__all__ = ["CUT_OFF_CALL_TEXT", "StepRedo", "step_tail"]
+__all__ = ["CUT_OFF_CALL_TEXT", "StepRedo", "step_tail", "withdrawable"]
 
 #: ``errorText`` of a shown call whose input was cut off and that the redone step does not
 #: complete.
@@ -71,17 +76,31 @@ _TEXT_CHUNKS = {
 _SETTLING = frozenset({"tool-input-error", "tool-output-error", "tool-output-denied"})
 #: The chunks that make a tool part (an output needs one first).
 _CALL_INPUT = frozenset({"tool-input-start", "tool-input-available", "tool-input-error"})
+#: Chunks of a step that make no part of the message.
+_PARTLESS = frozenset({"start", "start-step", "message-metadata", "reset-step"})
 #: What a part's chunks carry its id in, and its text in.
 _ID_KEY = {"text": "id", "reasoning": "id", "tool": "toolCallId"}
 _TEXT_KEY = {"text": "delta", "reasoning": "delta", "tool": "inputTextDelta"}
 
 
 def step_tail(log: Sequence[Chunk]) -> Sequence[Chunk]:
-    """The chunks of ``log`` after its last ``finish-step``: the step readers saw in part."""
+    """The chunks of ``log`` after its last ``finish-step``: the step readers saw in part. A
+    ``reset-step`` in it withdrew what came before it but the step's opening (as the client
+    applies it: the ``step-start`` part stays)."""
     for index in range(len(log) - 1, -1, -1):
-        if log[index].get("type") == "finish-step":
+        kind = log[index].get("type")
+        if kind == "finish-step":
             return log[index + 1 :]
+        if kind == "reset-step":
+            opened = [c for c in step_tail(log[:index]) if c.get("type") == "start-step"]
+            return [*opened[:1], *log[index + 1 :]]
     return log
+
+
+def withdrawable(log: Sequence[Chunk]) -> bool:
+    """Whether readers saw parts of the step ``log`` ends in (what a ``reset-step`` would
+    withdraw)."""
+    return any(chunk.get("type") not in _PARTLESS for chunk in step_tail(log))
 
 
 @dataclass(slots=True, eq=False)

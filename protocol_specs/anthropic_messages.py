@@ -155,10 +155,6 @@ AI_SDK_DIFFERENCES: Final[dict[str, str]] = {
     "AI SDK emits a `source-document` part only for documents in its own prompt; a gateway sees "
     "the citation alone and emits one from it (title from `document_title`). Both carry the "
     "citation in `text-end` for ai 7.",
-    "ai-sdk-rejects-real-stream": "a follow-up response carrying the result of a server tool "
-    "that waited on the app's tools (programmatic tool calling, deferred tool search): the AI "
-    "SDK's stream fails on a result for a call it did not see; chunkbridge shows the answer "
-    "(the result lands on the waiting part when the history holds it, else as a data part).",
 }
 
 

@@ -172,9 +172,20 @@ class RealClients:
         return run_cases([{"body": body, "majors": majors, "message": message}])[0]
 
     def check_many(
-        self, bodies: list[bytes], majors: tuple[Client, ...] = MAJORS
+        self,
+        bodies: list[bytes],
+        majors: tuple[Client, ...] = MAJORS,
+        messages: list[dict[str, Any] | None] | None = None,
     ) -> list[dict[Client, Verdict]]:
-        return run_cases([{"body": b, "majors": majors} for b in bodies])
+        """Each body through the clients; ``messages``: the assistant message each continues
+        (``None`` for a new one), if any does."""
+        continued = messages or [None] * len(bodies)
+        return run_cases(
+            [
+                {"body": b, "majors": majors, "message": m}
+                for b, m in zip(bodies, continued, strict=True)
+            ]
+        )
 
     def ai_sdk_provider_bodies(self, cases: list[dict[str, Any]]) -> list[bytes]:
         return ai_sdk_provider_bodies(cases)

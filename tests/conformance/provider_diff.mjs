@@ -99,6 +99,8 @@ async function runOne(testCase) {
       onError: () => {},
     });
     const response = result.toUIMessageStreamResponse({
+      // as a route does: a history that ends with the assistant message continues it
+      originalMessages: testCase.messages,
       sendReasoning: true,
       sendSources: true,
       onError: (error) => (error instanceof Error ? error.message : String(error)),

@@ -175,9 +175,6 @@ AI_SDK_DIFFERENCES: Final[dict[str, str]] = {
 AI_SDK_REQUEST_DIFFERENCES: Final[dict[str, str]] = {
     "empty-text-not-sent": "a message item that streamed no text (beside an image generation "
     "call): the AI SDK sends an assistant message with empty content; we send nothing.",
-    "hosted-result-item-id": "a hosted tool search's `tool_search_output`, a program's "
-    "`program_output`: the AI SDK sends the output item's own id, which the UI part keeps only "
-    "as result metadata; ours goes without an id (optional in the API's input).",
     "decided-approval-sent-once": "an MCP approval the user decided in an earlier request: the "
     "AI SDK sends its `mcp_approval_response` again with every later request, before the "
     "assistant's items and without the approval request it answers (which `store: false` "

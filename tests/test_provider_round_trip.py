@@ -86,15 +86,6 @@ def _empty_text_not_sent(sdk: Items, ours: Items) -> tuple[Items, Items]:
     return [item for item in sdk if item != empty], ours
 
 
-def _hosted_result_item_id(sdk: Items, ours: Items) -> tuple[Items, Items]:
-    def change(item: Any) -> Any:
-        if isinstance(item, dict) and item.get("type") in ("tool_search_output", "program_output"):
-            return {k: v for k, v in item.items() if k != "id"}
-        return item
-
-    return [change(item) for item in sdk], ours
-
-
 def _decided_approval_sent_once(sdk: Items, ours: Items) -> tuple[Items, Items]:
     sent = {i.get("approval_request_id") for i in ours if isinstance(i, dict)}
 
@@ -108,7 +99,6 @@ def _decided_approval_sent_once(sdk: Items, ours: Items) -> tuple[Items, Items]:
 REQUEST_NORMALIZERS: dict[str, RequestNormalizer] = {
     "server-tool-error-code-kept": _server_tool_error_code_kept,
     "empty-text-not-sent": _empty_text_not_sent,
-    "hosted-result-item-id": _hosted_result_item_id,
     "decided-approval-sent-once": _decided_approval_sent_once,
 }
 

@@ -135,6 +135,9 @@ def hosted_items(part: Any, item_id: Any) -> list[dict[str, Any]]:
     name, done = part.tool_name, part.state == "output-available"
     if part.state not in ("input-available", "output-available"):
         return []
+    # The output item's own id, where the client kept it (ai 6 and 7: ``resultProviderMetadata``).
+    result_meta = (getattr(part, "resultProviderMetadata", None) or {}).get("openai") or {}
+    result_id = {"id": result_meta["itemId"]} if isinstance(result_meta.get("itemId"), str) else {}
     value: dict[str, Any] = part.input if isinstance(part.input, dict) else {}
     output: dict[str, Any] = part.output if done and isinstance(part.output, dict) else {}
     if name == "web_search":
@@ -154,13 +157,14 @@ def hosted_items(part: Any, item_id: Any) -> list[dict[str, Any]]:
         }
         if not done:
             return [call]
-        result = {"type": "tool_search_output", "execution": "server", "call_id": None}
+        result = {"type": "tool_search_output", **result_id, "execution": "server"}
+        result["call_id"] = None
         return [call, {**result, "status": "completed", "tools": output.get("tools") or []}]
     if name == "programmatic_tool_calling":
         program = {"type": "program", "id": item_id or part.toolCallId, "call_id": part.toolCallId}
         program.update(code=value.get("code"), fingerprint=value.get("fingerprint"))
         if not done:
             return [program]
-        result = {"type": "program_output", "call_id": part.toolCallId}
+        result = {"type": "program_output", **result_id, "call_id": part.toolCallId}
         return [program, {**result, "result": output.get("result"), "status": output.get("status")}]
     return []

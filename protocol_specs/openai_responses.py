@@ -146,13 +146,13 @@ AI_SDK_DIFFERENCES: Final[dict[str, str]] = {
     "to run.",
     "ai-sdk-rejects-real-stream": "real streams the AI SDK's provider fails on: xAI's "
     "`url_citation` annotations without `start_index`/`end_index`/`title` (the provider's "
-    "strict schema ends the stream with `Type validation failed`), and a follow-up response "
-    "carrying a `program_output` for the previous response's program (nothing shown). "
-    "chunkbridge keeps the answer, its sources and the result.",
+    "strict schema ends the stream with `Type validation failed`). chunkbridge keeps the "
+    "answer and its sources.",
     "mcp-call-on-approval-part": "an `mcp_call` made after an approval (`approval_request_id`) "
-    "is the approval's tool call: we give it the approval's id, so its output lands on the "
-    "part the user approved; the AI SDK maps it the same way only through the prompt's "
-    "provider options, and falls back to the item id (a second part) without them.",
+    "is the call the user approved: we give it the approval's id, so its output lands on the "
+    "approved part. The AI SDK shows it as a second part (the item id), also when the "
+    "continuation carries the approval, and leaves the approved part `approval-responded`, "
+    "waiting forever.",
     "error-closes-parts": "`response.failed` or an `error` event mid-stream: the AI SDK leaves "
     "the open text part `streaming` forever; we end open parts before the `error` chunk (the "
     "closing discipline), and the error text keeps OpenAI's code (`server_error: …`).",

@@ -260,12 +260,9 @@ def _mcp_call_on_approval_part(sdk: Side, ours: Side) -> tuple[Side, Side]:
 
 
 def _ai_sdk_rejects_real_stream(sdk: Side, ours: Side) -> tuple[Side, Side]:
-    """The AI SDK's strict schemas reject a real event (xAI's citations without indexes) or
-    its stream fails on a result for a call of an earlier response: what it showed, if
-    anything, is part of ours, and ours goes on."""
-    failed = (sdk.verdict.error_text or "").startswith("Type validation failed")
-    shown = [p for p in sdk.parts if p.get("type") not in ("step-start", "custom")]
-    if not failed and not (sdk.ending is None and not shown and ours.parts):
+    """The AI SDK's strict schemas reject a real event (xAI's citations without indexes): what
+    it showed is part of ours, and ours goes on."""
+    if not (sdk.verdict.error_text or "").startswith("Type validation failed"):
         return sdk, ours
     return _ours_goes_on(sdk, ours)
 

@@ -52,6 +52,7 @@ from chunkbridge.kit.frames import FrameTemplates, TurnFrames, build_frames
 from chunkbridge.kit.provider import (
     DataUrl,
     ProviderSettings,
+    ProviderToolSettings,
     add_turn,
     apply_overrides,
     content_pieces,
@@ -109,6 +110,7 @@ __all__ = [
     "NoSettings",
     "Pause",
     "ProviderSettings",
+    "ProviderToolSettings",
     "RequestRejected",
     "StreamedToolCalls",
     "Translator",

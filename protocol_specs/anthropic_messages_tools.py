@@ -19,12 +19,19 @@ a block's ``caller``               ``providerMetadata {anthropic: {caller: {type
                                    its call: a call a program made (programmatic tool calling)
 =================================  ===============================================================
 
-Back to the API, as the AI SDK sends them: ``server_tool_use`` under
-the API's own name (code execution's ``input.type`` as the block name, the tool search variant
-its input implies) with its ``caller``, then the result block of that tool with the output in the
-API's shape; a failed tool's result is ``{type: "<result>_error", error_code}``. A call still
-waiting (on the app's tools) goes back without a result: the next response brings it. The
-mapping both ways is the dialect's (``translators/dialects/anthropic_messages/tools.py``).
+A server tool is named as the API names it (``web_search``, ``tool_search_tool_regex``…): the
+name of its ``server_tool_use`` blocks, which is also its ``name`` in the request's ``tools`` —
+the bash and text editor blocks are the ``code_execution`` tool's; the deployment's
+``tool_names`` gives a tool the name the app knows it by (the AI SDK shows the key the app
+declared it under), in the stream and back.
+
+Back to the API, as the AI SDK sends them: ``server_tool_use`` under the API's own name (code
+execution's ``input.type`` as the block name; when the app's names give both tool searches one
+name, the variant its input implies) with its ``caller``, then the result block of that tool
+with the output in the API's shape; a failed tool's result is ``{type: "<result>_error",
+error_code}``. A call still waiting (on the app's tools) goes back without a result: the next
+response brings it, and lands on that call's part. The mapping both ways is the dialect's
+(``translators/dialects/anthropic_messages/tools.py``).
 """
 
 from __future__ import annotations

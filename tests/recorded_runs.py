@@ -16,6 +16,7 @@ from typing import Any
 
 from chunkbridge.gateway.devtools.recordings import read_frames
 from chunkbridge.gateway.devtools.replay import replay_frames
+from chunkbridge.gateway.registry import get_dialect
 from tests.conformance.harness import Verdict
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -56,15 +57,16 @@ APP_ANSWERS: dict[str, Any] = {
 }
 
 #: Provider-run tools the AI SDK names and shapes only when the app declares them: server tool
-#: name in the stream → (the name the recording's app declared it under, the factory).
+#: name in the stream → (the name the recording's app declared it under, as the AI SDK's
+#: examples that recorded them did, the factory).
 _ANTHROPIC_SERVER_TOOLS = {
     "bash_code_execution": ("code_execution", "codeExecution_20250825"),
     "text_editor_code_execution": ("code_execution", "codeExecution_20250825"),
     "code_execution": ("code_execution", "codeExecution_20250825"),
     "web_fetch": ("web_fetch", "webFetch_20250910"),
     "web_search": ("web_search", "webSearch_20250305"),
-    "tool_search_tool_regex": ("tool_search", "toolSearchRegex_20251119"),
-    "tool_search_tool_bm25": ("tool_search", "toolSearchBm25_20251119"),
+    "tool_search_tool_regex": ("toolSearch", "toolSearchRegex_20251119"),
+    "tool_search_tool_bm25": ("toolSearch", "toolSearchBm25_20251119"),
 }
 
 
@@ -89,6 +91,8 @@ class Recording:
     #: The tools the app runs, and the provider's own tools it declared.
     tools: list[str] = field(default_factory=list)
     provider_tools: list[dict[str, Any]] = field(default_factory=list)
+    #: The provider's tools the app named otherwise: chunkbridge's ``tool_names`` setting.
+    tool_names: dict[str, str] = field(default_factory=dict)
     #: The index (in the same list) of the recording this one continues, if any.
     previous: int | None = None
 
@@ -126,8 +130,8 @@ def recordings(dialect: str, written_too: bool = True) -> list[Recording]:
     out = []
     for path, sdk_provider in written + recorded:
         frames = [f if isinstance(f, str) else f.decode() for f in read_frames(path)]
-        tools, provider_tools = declarations(frames)
-        out.append(Recording(path, sdk_provider, frames, tools, provider_tools))
+        tools, provider_tools, tool_names = declarations(frames)
+        out.append(Recording(path, sdk_provider, frames, tools, provider_tools, tool_names))
     places = {r.path: i for i, r in enumerate(out)}
     for recording in out:
         before = continues(recording.name)
@@ -137,6 +141,7 @@ def recordings(dialect: str, written_too: bool = True) -> list[Recording]:
         earlier = recording.previous
         while earlier is not None:
             recording.tools = sorted({*recording.tools, *out[earlier].tools})
+            recording.tool_names = {**out[earlier].tool_names, **recording.tool_names}
             for tool in out[earlier].provider_tools:
                 if tool not in recording.provider_tools:
                     recording.provider_tools.append(tool)
@@ -196,12 +201,18 @@ def _history(runs: list[Recording], i: int, finals: dict[int, Verdict]) -> dict[
     return answered(message, approve=runs[i].name not in AFTER_A_DENIAL)
 
 
+def settings_of(dialect: str, recording: Recording) -> Any:
+    """The dialect's settings for the recording's app: its names for the provider's tools."""
+    model = get_dialect(dialect).settings
+    return model(tool_names=recording.tool_names) if recording.tool_names else model()
+
+
 def our_runs(
-    real_clients: Any, dialect: str, runs: list[Recording], major: int, settings: Any = None
+    real_clients: Any, dialect: str, runs: list[Recording], major: int
 ) -> tuple[dict[int, Verdict], dict[int, dict[str, Any] | None]]:
-    """Every recording through chunkbridge for ``major``'s client, a later response of a run as
-    the continuation of the message the one before it ended with: the verdicts and the message
-    each continued, by index."""
+    """Every recording through chunkbridge for ``major``'s client (configured as its app named
+    the provider's tools), a later response of a run as the continuation of the message the one
+    before it ended with: the verdicts and the message each continued, by index."""
     verdicts: dict[int, Verdict] = {}
     histories: dict[int, dict[str, Any] | None] = {}
     for batch in rounds(runs):
@@ -213,7 +224,7 @@ def our_runs(
                     dialect,
                     runs[i].frames,
                     target=major,
-                    settings=settings,
+                    settings=settings_of(dialect, runs[i]),
                     continued=histories[i],
                 )
             )
@@ -270,12 +281,14 @@ def result_ids(frames: list[str]) -> set[str]:
     return ids
 
 
-def declarations(frames: list[str]) -> tuple[list[str], list[dict[str, Any]]]:
+def declarations(frames: list[str]) -> tuple[list[str], list[dict[str, Any]], dict[str, str]]:
     """The tools a recording's app declared: the ones it runs (to ``streamText`` without
-    ``execute``, as an app's client-side tools are) and the provider's own tools, declared with
-    the provider's factory where the AI SDK needs it to name or place them."""
+    ``execute``, as an app's client-side tools are), the provider's own tools, declared with
+    the provider's factory where the AI SDK needs it to name or place them, and the provider's
+    tools it named otherwise than the provider (``tool_names``)."""
     names: set[str] = set()
     provider: dict[str, dict[str, Any]] = {}
+    renamed: dict[str, str] = {}
     for event in _events(frames):
         for block in _blocks(event):
             kind, name = block.get("type"), block.get("name")
@@ -284,6 +297,8 @@ def declarations(frames: list[str]) -> tuple[list[str], list[dict[str, Any]]]:
             elif kind == "server_tool_use" and name in _ANTHROPIC_SERVER_TOOLS:
                 declared, factory = _ANTHROPIC_SERVER_TOOLS[name]
                 provider[declared] = {"name": declared, "factory": factory}
+                if declared != name and declared != "code_execution":
+                    renamed[name] = declared
             elif kind == "shell_call":
                 env = (block.get("environment") or {}).get("type")
                 args = {"environment": {"type": "containerAuto"}} if env else {}
@@ -293,9 +308,10 @@ def declarations(frames: list[str]) -> tuple[list[str], list[dict[str, Any]]]:
             elif kind == "local_shell_call":
                 provider["local_shell"] = {"name": "local_shell", "factory": "localShell"}
             elif kind == "program":
-                provider["programmatic_tool_calling"] = {
-                    "name": "programmatic_tool_calling",
+                provider["program"] = {
+                    "name": "program",
                     "factory": "programmaticToolCalling",
+                    "type": "programmatic_tool_calling",
                 }
             elif kind == "tool_search_call":
                 args = {"execution": "client"} if block.get("execution") == "client" else {}
@@ -313,4 +329,4 @@ def declarations(frames: list[str]) -> tuple[list[str], list[dict[str, Any]]]:
                 if isinstance(part.get("functionCall"), dict):
                     names.add(part["functionCall"].get("name"))
     app = sorted(n for n in names if isinstance(n, str) and n)
-    return app, list(provider.values())
+    return app, list(provider.values()), renamed

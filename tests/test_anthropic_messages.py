@@ -458,3 +458,60 @@ def test_a_tool_input_with_an_integer_beyond_64_bits_is_no_internal_error() -> N
     )
     assert turn.internal_error is None, turn.internal_error
     assert [c["type"] for c in out if c["type"].startswith("tool-")][0] == "tool-input-start"
+
+
+def _tool_search_frames(name: str, tool_input: dict[str, Any]) -> list[dict[str, Any]]:
+    block = {"type": "server_tool_use", "id": "srv_1", "name": name, "input": tool_input}
+    return [
+        {"type": "message_start", "message": {"id": "m", "model": "c", "usage": {}}},
+        {"type": "content_block_start", "index": 0, "content_block": block},
+        {"type": "content_block_stop", "index": 0},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("names", "shown"),
+    [({}, "tool_search_tool_regex"), ({"tool_search_tool_regex": "toolSearch"}, "toolSearch")],
+)
+def test_a_server_tool_is_named_as_anthropic_streams_it_unless_the_app_names_it(
+    names: dict[str, str], shown: str
+) -> None:
+    settings = AnthropicSettings(tool_names=names)
+    frames = _tool_search_frames("tool_search_tool_regex", {"pattern": "weather"})
+    chunks, _ = translate("anthropic-messages", frames, close=False, settings=settings)
+    (call,) = of_type(chunks, "tool-input-available")
+    assert call["toolName"] == shown and call["providerExecuted"] is True
+
+
+@pytest.mark.parametrize(
+    ("tool_input", "api_name"),
+    [
+        ({"pattern": "weather"}, "tool_search_tool_regex"),
+        ({"query": "weather"}, "tool_search_tool_bm25"),
+    ],
+)
+def test_the_apps_name_for_a_server_tool_goes_back_as_anthropics(
+    tool_input: dict[str, Any], api_name: str
+) -> None:
+    """Both tool searches under the app's one name: the input tells which one it was."""
+    names = {"tool_search_tool_regex": "toolSearch", "tool_search_tool_bm25": "toolSearch"}
+    part = {
+        "type": "tool-toolSearch",
+        "toolCallId": "srv_1",
+        "state": "output-available",
+        "providerExecuted": True,
+        "input": tool_input,
+        "output": [{"type": "tool_reference", "toolName": "get_weather"}],
+    }
+    messages = [
+        user(text_part("weather?")),
+        {"id": "a1", "role": "assistant", "parts": [{"type": "step-start"}, part]},
+        user(text_part("thanks"), id="u2"),
+    ]
+    body = request_body(provider_turn(AnthropicSettings, messages, tool_names=names))
+    use, result = body["messages"][1]["content"]
+    assert use == {"type": "server_tool_use", "id": "srv_1", "name": api_name, "input": tool_input}
+    assert result["type"] == "tool_search_tool_result"
+    assert result["content"]["tool_references"] == [
+        {"type": "tool_reference", "tool_name": "get_weather"}
+    ]

@@ -49,7 +49,7 @@ def _declared(dialect: str, tools: list[str], provider_tools: list[dict[str, Any
     declared: dict[str, Any] = {name: {"input_schema": {"type": "object"}} for name in tools}
     if dialect == "openai-responses":
         for tool in provider_tools:
-            declared[tool["name"]] = {"type": tool["name"]}
+            declared[tool["name"]] = {"type": tool.get("type", tool["name"])}
     return declared
 
 
@@ -127,7 +127,7 @@ def test_the_next_request_agrees_with_the_ai_sdk_provider(real_clients, dialect:
         cases.append(case)
         settings = getattr(dialect_module, settings_name)
         declared = _declared(dialect, recording.tools, recording.provider_tools)
-        turn = provider_turn(settings, history, tools=declared)
+        turn = provider_turn(settings, history, tools=declared, tool_names=recording.tool_names)
         ours.append(dialect_module.request_body(turn)[key])
         names.append(recording.name)
     sdk_requests = real_clients.ai_sdk_provider_requests(cases)

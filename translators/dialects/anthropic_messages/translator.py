@@ -57,6 +57,8 @@ class AnthropicMessagesTranslator(Translator):
         #: block index → the code execution tool (bash / text editor) its input names as
         #: ``type`` once complete, as the AI SDK shows the one declared ``code_execution``.
         self._code_inputs: dict[int, str] = {}
+        #: The deployment's names for the server tools (``tool_names``).
+        self._names: dict[str, str] = getattr(self.options.settings, "tool_names", None) or {}
         self._usage: dict[str, Any] = {}
         self._stop_reason: str | None = None
         #: The block index of the text part in :attr:`text_id` (the pipeline's fast path).
@@ -183,7 +185,7 @@ class AnthropicMessagesTranslator(Translator):
             if kind == "server_tool_use":
                 if name in CODE_EXECUTION_TOOLS:
                     self._code_inputs[index] = name  # its input gets the type when complete
-                name = tools.server_tool_name(name)
+                name = tools.server_tool_name(name, self._names)
             if caller:
                 self._call_meta[index] = caller
             initial = json_text(tool_input) if tool_input else None

@@ -5,9 +5,11 @@ and the way back: the blocks a finished server tool becomes in the next request'
 =================================  ===============================================================
 upstream                           UI part
 =================================  ===============================================================
-``server_tool_use``                the tool ``code_execution`` (the tool the app declared), input
-``bash_code_execution`` /          ``{type: "<the block's name>", ...input}``; results as sent
+``server_tool_use``                the tool ``code_execution``, input ``{type: "<the block's
+``bash_code_execution`` /          name>", ...input}``; results as sent
 ``text_editor_code_execution``
+``server_tool_use``                input ``{type: "programmatic-tool-call", code}`` (its own code,
+``code_execution``                 which may call the app's tools: its ``caller``)
 ``web_search_tool_result``         ``[{url, title?, pageAge, encryptedContent, type}]``
 ``web_fetch_tool_result``          ``{type, url, retrievedAt, content: {type, title, citations,
                                    source: {type, mediaType, data}}}``
@@ -39,10 +41,19 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["ADVISOR_FIELDS", "CODE_EXECUTION_TOOLS", "ERROR_CODE", "RESULT_BLOCKS"]
+__all__ = [
+    "ADVISOR_FIELDS",
+    "CODE_EXECUTION_TOOLS",
+    "ERROR_CODE",
+    "PROGRAMMATIC_CALL",
+    "RESULT_BLOCKS",
+]
 
 #: Server tool names the API streams for the one ``code_execution`` tool the app declares.
 CODE_EXECUTION_TOOLS: Final = frozenset({"bash_code_execution", "text_editor_code_execution"})
+#: The ``input.type`` of a ``code_execution`` block's own code (a program that may call the
+#: app's tools), as the AI SDK's code execution input schema tells its kinds apart.
+PROGRAMMATIC_CALL: Final = "programmatic-tool-call"
 
 #: The result block of each server tool, by the API's tool name (others: ``<name>_tool_result``).
 RESULT_BLOCKS: Final[dict[str, str]] = {

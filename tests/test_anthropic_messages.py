@@ -515,3 +515,32 @@ def test_the_apps_name_for_a_server_tool_goes_back_as_anthropics(
     assert result["content"]["tool_references"] == [
         {"type": "tool_reference", "tool_name": "get_weather"}
     ]
+
+
+def test_code_executions_own_code_is_a_programmatic_call_both_ways() -> None:
+    """The kind the AI SDK's input schema for code execution names: its own code (which may
+    call the app's tools) is ``programmatic-tool-call``, and goes back as Anthropic sent it."""
+    frames = _tool_search_frames("code_execution", {"code": "print(1)"})
+    chunks, _ = translate("anthropic-messages", frames, close=False)
+    (call,) = of_type(chunks, "tool-input-available")
+    assert call["toolName"] == "code_execution"
+    assert call["input"] == {"type": "programmatic-tool-call", "code": "print(1)"}
+    part = {
+        "type": "tool-code_execution",
+        "toolCallId": "srv_1",
+        "state": "input-available",
+        "providerExecuted": True,
+        "input": call["input"],
+    }
+    messages = [
+        user(text_part("roll")),
+        {"id": "a1", "role": "assistant", "parts": [{"type": "step-start"}, part]},
+    ]
+    body = request_body(provider_turn(AnthropicSettings, messages))
+    (use,) = body["messages"][1]["content"]
+    assert use == {
+        "type": "server_tool_use",
+        "id": "srv_1",
+        "name": "code_execution",
+        "input": {"code": "print(1)"},
+    }

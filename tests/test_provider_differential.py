@@ -103,17 +103,6 @@ def _spliced_message_start(sdk: Side, ours: Side) -> tuple[Side, Side]:
     return ours, ours
 
 
-def _provider_tool_input(sdk: Side, ours: Side) -> tuple[Side, Side]:
-    def change(part: dict[str, Any]) -> dict[str, Any]:
-        tool_input = part.get("input")
-        if part.get("providerExecuted") and isinstance(tool_input, dict):
-            if tool_input.get("type") == "programmatic-tool-call":
-                part["input"] = {k: v for k, v in tool_input.items() if k != "type"}
-        return part
-
-    return _map(sdk, change), ours
-
-
 def _server_tool_error_text(sdk: Side, ours: Side) -> tuple[Side, Side]:
     def change(part: dict[str, Any]) -> dict[str, Any]:
         if part.get("providerExecuted") and part.get("state") == "output-error":
@@ -330,7 +319,6 @@ NORMALIZERS: dict[str, Normalizer] = {
     "app-run-tools-finish-tool-calls": _app_run_tools_finish_tool_calls,
     "mcp-call-on-approval-part": _mcp_call_on_approval_part,
     "message-start-custom-part": _drop_message_start_custom,
-    "provider-tool-input-kept": _provider_tool_input,
     "server-tool-error-text": _server_tool_error_text,
     "invalid-tool-input-text": _invalid_tool_input_text,
     "error-closes-parts": _error_closes_parts,

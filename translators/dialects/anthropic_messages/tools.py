@@ -11,12 +11,14 @@ from chunkbridge.protocol_specs.anthropic_messages_tools import (
     ADVISOR_FIELDS,
     CODE_EXECUTION_TOOLS,
     ERROR_CODE,
+    PROGRAMMATIC_CALL,
     RESULT_BLOCKS,
 )
 
 __all__ = [
     "api_caller",
     "caller_metadata",
+    "code_execution_input",
     "server_tool_blocks",
     "server_tool_name",
     "server_tool_output",
@@ -31,6 +33,18 @@ def server_tool_name(name: str, names: Mapping[str, str]) -> str:
     if name in CODE_EXECUTION_TOOLS:
         name = "code_execution"
     return names.get(name, name)
+
+
+def code_execution_input(name: str, tool_input: dict[str, Any]) -> dict[str, Any]:
+    """A code execution block's complete input as the AI SDK shows it: its kind in ``type`` —
+    the block's name for bash and the text editor, ``programmatic-tool-call`` for the
+    ``code_execution`` block's own code — so an app tells the kinds apart as the AI SDK's input
+    schema for the tool does."""
+    if name in CODE_EXECUTION_TOOLS:
+        return {"type": name, **tool_input}
+    if "code" in tool_input and "type" not in tool_input:
+        return {"type": PROGRAMMATIC_CALL, **tool_input}
+    return tool_input
 
 
 def caller_metadata(block: dict[str, Any]) -> dict[str, Any] | None:
@@ -137,6 +151,8 @@ def _api_name(names: list[str], tool_input: dict[str, Any]) -> tuple[str, dict[s
     name, kind = names[0], tool_input.get("type")
     if name == "code_execution" and kind in CODE_EXECUTION_TOOLS:
         return kind, {k: v for k, v in tool_input.items() if k != "type"}
+    if name == "code_execution" and kind == PROGRAMMATIC_CALL:
+        return name, {k: v for k, v in tool_input.items() if k != "type"}
     if _TOOL_SEARCHES.issuperset(names):
         return (
             "tool_search_tool_regex" if "pattern" in tool_input else "tool_search_tool_bm25"

@@ -141,9 +141,13 @@ AI_SDK_DIFFERENCES: Final[dict[str, str]] = {
     "is the status as JSON, ours a sentence naming it.",
     "app-run-tools-finish-tool-calls": "a shell command (`shell_call` without a hosted "
     "environment), a `local_shell_call` or a client-side `tool_search_call` waits for the app "
-    "to run it: ours finishes `tool-calls`, the AI SDK's provider `stop` (it counts only "
-    "function, custom, computer and patch calls), which tells an agent loop there is nothing "
-    "to run.",
+    "to run it: ours finishes `tool-calls`, the AI SDK's provider `stop`. A `useChat` client "
+    "answers and continues either way (`sendAutomaticallyWhen`'s helpers read the message's "
+    "parts, never the finish reason), so the reason is what the app itself reads — "
+    "`onFinish({finishReason})`, the message metadata, an agent loop — and there `stop` says "
+    "the answer is complete while a call waits for the app. The AI SDK's provider counts "
+    "function, custom, computer and patch calls, app-run tools like these, as `tool-calls`; "
+    "leaving these three out is its omission.",
     "ai-sdk-rejects-real-stream": "real streams the AI SDK's provider fails on: xAI's "
     "`url_citation` annotations without `start_index`/`end_index`/`title` (the provider's "
     "strict schema ends the stream with `Type validation failed`). chunkbridge keeps the "

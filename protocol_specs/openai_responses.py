@@ -130,9 +130,6 @@ USAGE_FIELDS: Final[dict[str, tuple[str, ...]]] = {
 #: Where chunkbridge and ``@ai-sdk/openai`` (Responses) + ``streamText`` + ``toUIMessageStream``
 #: end with different ``UIMessage``\\s for the same stream (tests/test_provider_differential.py).
 AI_SDK_DIFFERENCES: Final[dict[str, str]] = {
-    "provider-tools-not-dynamic": "OpenAI's hosted tools (file search, image generation) the "
-    "app did not declare to `streamText`: the AI SDK shows them as `dynamic-tool`; ours are "
-    "`tool-<name>` parts, as every provider-run tool, declared or not.",
     "raw-reasoning-text-kept": "`reasoning_text.delta` (raw reasoning, as LM Studio streams it): "
     "the AI SDK's provider reads only reasoning summaries and leaves the part empty; ours shows "
     "the text.",

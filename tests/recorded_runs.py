@@ -70,6 +70,14 @@ _ANTHROPIC_SERVER_TOOLS = {
 }
 
 
+#: OpenAI's hosted tools, declared as the recordings' apps declared them: item type → (name,
+#: factory, arguments).
+_OPENAI_HOSTED_TOOLS = {
+    "file_search_call": ("file_search", "fileSearch", {"vectorStoreIds": ["vs_recorded"]}),
+    "image_generation_call": ("image_generation", "imageGeneration", {}),
+}
+
+
 def continues(name: str) -> str | None:
     """The recording ``name`` is a later response of: the one it continues, else ``None``."""
     if name in LATER_RESPONSES:
@@ -303,6 +311,9 @@ def declarations(frames: list[str]) -> tuple[list[str], list[dict[str, Any]], di
                 env = (block.get("environment") or {}).get("type")
                 args = {"environment": {"type": "containerAuto"}} if env else {}
                 provider["shell"] = {"name": "shell", "factory": "shell", "args": args}
+            elif kind in _OPENAI_HOSTED_TOOLS:
+                declared, factory, args = _OPENAI_HOSTED_TOOLS[kind]
+                provider[declared] = {"name": declared, "factory": factory, "args": args}
             elif kind == "apply_patch_call":
                 provider["apply_patch"] = {"name": "apply_patch", "factory": "applyPatch"}
             elif kind == "local_shell_call":
@@ -328,5 +339,8 @@ def declarations(frames: list[str]) -> tuple[list[str], list[dict[str, Any]], di
             for part in (candidate.get("content") or {}).get("parts") or []:
                 if isinstance(part.get("functionCall"), dict):
                     names.add(part["functionCall"].get("name"))
+                elif "executableCode" in part:
+                    code = {"name": "code_execution", "factory": "codeExecution"}
+                    provider["code_execution"] = code
     app = sorted(n for n in names if isinstance(n, str) and n)
     return app, list(provider.values()), renamed

@@ -183,20 +183,6 @@ def _document_citation_sources(sdk: Side, ours: Side) -> tuple[Side, Side]:
     return sdk, _map(ours, change)
 
 
-def _provider_tools_not_dynamic(sdk: Side, ours: Side) -> tuple[Side, Side]:
-    typed = {(p.get("type"), p.get("toolCallId")) for p in ours.parts}
-
-    def change(part: dict[str, Any]) -> dict[str, Any]:
-        if part.get("type") == "dynamic-tool" and part.get("providerExecuted"):
-            key = ("tool-" + str(part.get("toolName")), part.get("toolCallId"))
-            if key in typed:
-                part["type"] = key[0]
-                del part["toolName"]
-        return part
-
-    return _map(sdk, change), ours
-
-
 def _text_split_at_provider_tools(sdk: Side, ours: Side) -> tuple[Side, Side]:
     """Compare the text as one piece, before the first provider-run tool."""
 
@@ -326,7 +312,6 @@ NORMALIZERS: dict[str, Normalizer] = {
     "truncation-is-an-error": _truncation_is_an_error,
     "unknown-events-forwarded": _unknown_events_forwarded,
     "document-citation-sources": _document_citation_sources,
-    "provider-tools-not-dynamic": _provider_tools_not_dynamic,
     "text-split-at-provider-tools": _text_split_at_provider_tools,
 }
 

@@ -53,7 +53,8 @@ async function serve(body, requests) {
 
 function providerTools(provider, base, declared) {
   const options = { baseURL: base, apiKey: "test-key" };
-  const module = provider === "anthropic" ? createAnthropic(options) : createOpenAI(options);
+  const create = { anthropic: createAnthropic, google: createGoogleGenerativeAI }[provider];
+  const module = (create ?? createOpenAI)(options);
   return Object.fromEntries(
     (declared ?? []).map(({ name, factory, args }) => [name, module.tools[factory](args ?? {})]),
   );

@@ -176,6 +176,12 @@ AI_SDK_DIFFERENCES: Final[dict[str, str]] = {
 AI_SDK_REQUEST_DIFFERENCES: Final[dict[str, str]] = {
     "empty-text-not-sent": "a message item that streamed no text (beside an image generation "
     "call): the AI SDK sends an assistant message with empty content; we send nothing.",
+    "approval-request-by-reference": "the continuation that carries the user's decision on an "
+    "MCP approval: ours refers to the approval request OpenAI keeps (`item_reference`, as the "
+    "AI SDK does with the API's default `store`) before the `mcp_approval_response`; the AI "
+    "SDK with `store: false` sends the response alone, and after a denial a "
+    "`function_call_output` for the approval's id as well, which no function call in the "
+    "input has.",
     "decided-approval-sent-once": "an MCP approval the user decided in an earlier request: the "
     "AI SDK sends its `mcp_approval_response` again with every later request, before the "
     "assistant's items and without the approval request it answers (which `store: false` "

@@ -22,7 +22,15 @@ from typing import Any
 import pytest
 
 from tests.helpers import provider_turn
-from tests.recorded_runs import APP_ANSWERS, USER, answered, our_runs, recordings
+from tests.recorded_runs import (
+    AFTER_A_DENIAL,
+    APP_ANSWERS,
+    USER,
+    Recording,
+    answered,
+    our_runs,
+    recordings,
+)
 
 #: dialect → (its module, its settings class, the request's history key, the AI SDK's options).
 ROUND_TRIPS = {
@@ -96,16 +104,35 @@ def _decided_approval_sent_once(sdk: Items, ours: Items) -> tuple[Items, Items]:
     return [item for item in sdk if not resent(item)], ours
 
 
+def _approval_request_by_reference(sdk: Items, ours: Items) -> tuple[Items, Items]:
+    answered = {
+        i.get("approval_request_id")
+        for i in ours
+        if isinstance(i, dict) and i.get("type") == "mcp_approval_response"
+    }
+
+    def referenced(item: Any) -> bool:
+        return item.get("type") == "item_reference" and item.get("id") in answered
+
+    def denied_output(item: Any) -> bool:
+        return item.get("type") == "function_call_output" and item.get("call_id") in answered
+
+    return [i for i in sdk if not denied_output(i)], [i for i in ours if not referenced(i)]
+
+
 REQUEST_NORMALIZERS: dict[str, RequestNormalizer] = {
     "server-tool-error-code-kept": _server_tool_error_code_kept,
     "empty-text-not-sent": _empty_text_not_sent,
     "decided-approval-sent-once": _decided_approval_sent_once,
+    "approval-request-by-reference": _approval_request_by_reference,
 }
 
 
 @pytest.mark.conformance
 @pytest.mark.parametrize("dialect", sorted(ROUND_TRIPS))
 def test_the_next_request_agrees_with_the_ai_sdk_provider(real_clients, dialect: str) -> None:
+    """The next question after each recorded answer, and the continuation that asked for each
+    later response of a run (the message so far, the app's calls answered)."""
     module_name, settings_name, key, provider_options = ROUND_TRIPS[dialect]
     dialects = "chunkbridge.translators.dialects"
     dialect_module = importlib.import_module(f"{dialects}.{module_name}.request")
@@ -115,11 +142,8 @@ def test_the_next_request_agrees_with_the_ai_sdk_provider(real_clients, dialect:
     runs = recordings(dialect)
     verdicts, _ = our_runs(real_clients, dialect, runs, 7)
     cases, ours, names = [], [], []
-    for i, recording in enumerate(runs):
-        message = verdicts[i].message or {}
-        if not message.get("parts"):
-            continue  # nothing to send back (an error before any content)
-        history = [USER, answered(message, approve=None), NEXT]
+
+    def add(name: str, recording: Recording, history: list[dict[str, Any]]) -> None:
         case = recording.sdk_case(None)
         case["messages"] = history
         if provider_options:
@@ -129,7 +153,16 @@ def test_the_next_request_agrees_with_the_ai_sdk_provider(real_clients, dialect:
         declared = _declared(dialect, recording.tools, recording.provider_tools)
         turn = provider_turn(settings, history, tools=declared, tool_names=recording.tool_names)
         ours.append(dialect_module.request_body(turn)[key])
-        names.append(recording.name)
+        names.append(name)
+
+    for i, recording in enumerate(runs):
+        message = verdicts[i].message or {}
+        if message.get("parts"):  # (else nothing to send back: an error before any content)
+            add(recording.name, recording, [USER, answered(message, approve=None), NEXT])
+        if recording.previous is not None:  # the continuation that asked for this response
+            approve = recording.name not in AFTER_A_DENIAL
+            continued = answered(verdicts[recording.previous].message or {}, approve)
+            add(f"{recording.name} (the continuation)", recording, [USER, continued])
     sdk_requests = real_clients.ai_sdk_provider_requests(cases)
     assert len(names) > 50, "too few recordings to hold the request side to the AI SDK's"
     seen: set[str] = set()

@@ -19,12 +19,14 @@ from chunkbridge.translators.dialects.anthropic_messages.request import (
     request_body,
 )
 from tests.gateway_harness import (
+    RecordedRun,
     http_upstream,
     post,
     running_gateway,
     user_body,
 )
 from tests.helpers import (
+    chat_reply,
     decode_sse,
     new_turn,
     of_type,
@@ -544,3 +546,47 @@ def test_code_executions_own_code_is_a_programmatic_call_both_ways() -> None:
         "name": "code_execution",
         "input": {"code": "print(1)"},
     }
+
+
+@pytest.mark.conformance
+@pytest.mark.parametrize("major", [5, 7])
+async def test_a_deferred_tool_search_lands_on_its_part_through_the_real_chat(
+    real_clients, major: int
+) -> None:
+    """Anthropic's deferred tool search (a real run, recorded by the AI SDK project): the first
+    response calls the search and the app's readNoteTree; the search's result comes in the
+    response to the chat's automatic continuation, and lands on the search's part — named as
+    the app names it — while the continuation sends the search back still waiting."""
+    run = FIXTURES.parent / "recorded" / "anthropic-messages"
+    fake = RecordedRun(
+        *(run / f"anthropic--anthropic-tool-search-deferred-regex.step{n}.jsonl" for n in (1, 2, 3))
+    )
+    settings = {"tool_names": {"tool_search_tool_regex": "toolSearch"}}
+    async with (
+        http_upstream("/v1/messages", fake.respond) as base,
+        running_gateway(
+            upstream=base,
+            dialect="anthropic-messages",
+            target=major,
+            dialect_settings={"anthropic-messages": settings},
+        ) as (gw, _),
+    ):
+        answers = [{"kind": "tool", "output": {"notes": []}}, {"kind": "tool", "output": "ok"}]
+        api = f"{gw}/api/sessions/search{major}/chat"
+        result = await real_clients.chat_loop(api, major, "Edit my notes", answers, auto=True)
+    parts = chat_reply(result)["parts"]
+    (search,) = [p for p in parts if p["type"] == "tool-toolSearch"]
+    assert search["state"] == "output-available" and search["providerExecuted"] is True
+    assert {"type": "tool_reference", "toolName": "executeEditorOperation"} in search["output"]
+    calls = [p for p in parts if p["type"] in ("tool-readNoteTree", "tool-executeEditorOperation")]
+    assert [p["state"] for p in calls] == ["output-available", "output-available"]
+    assert len(fake.requests) == 3
+    sent = fake.requests[1]["messages"]
+    waiting = [b for b in sent[-2]["content"] if b["type"] == "server_tool_use"]
+    assert [(b["name"], b["id"]) for b in waiting] == [
+        ("tool_search_tool_regex", search["toolCallId"])
+    ]
+    assert not [b for b in sent[-2]["content"] if b["type"] == "tool_search_tool_result"]
+    assert [b["type"] for b in sent[-1]["content"]] == ["tool_result"]
+    result_blocks = [b for m in fake.requests[2]["messages"] for b in m["content"]]
+    assert any(b["type"] == "tool_search_tool_result" for b in result_blocks)

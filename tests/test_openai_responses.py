@@ -16,7 +16,14 @@ from chunkbridge.translators.dialects.openai_responses.request import (
     OpenAIResponsesSettings,
     request_body,
 )
-from tests.gateway_harness import http_upstream, post, running_gateway, sse_response, user_body
+from tests.gateway_harness import (
+    RecordedRun,
+    http_upstream,
+    post,
+    running_gateway,
+    sse_response,
+    user_body,
+)
 from tests.helpers import (
     chat_reply,
     decode_sse,
@@ -466,3 +473,35 @@ def test_the_apps_names_for_openais_tools_go_back_as_openais_items() -> None:
     turn = provider_turn(OpenAIResponsesSettings, messages, tools=tools, tool_names=names)
     kinds = [item.get("type") for item in request_body(turn)["input"][1:-1]]
     assert kinds == ["program", "program_output", "shell_call", "shell_call_output"]
+
+
+@pytest.mark.conformance
+@pytest.mark.parametrize("major", [5, 7])
+async def test_a_programs_output_lands_on_its_part_through_the_real_chat(
+    real_clients, major: int
+) -> None:
+    """OpenAI's programmatic tool calling (a real run, recorded by the AI SDK project): the
+    program calls the app's getInventory, then getDemand, one response each; its output comes
+    in the response to the chat's second automatic continuation and lands on the program's
+    part, which each continuation sent back still waiting."""
+    run = FIXTURES.parent / "recorded" / "openai-responses"
+    fake = RecordedRun(*(run / f"openai--programmatic-tool-calling.{n}.jsonl" for n in (1, 2, 3)))
+    async with (
+        http_upstream("/v1/responses", fake.respond) as base,
+        running_gateway(upstream=base, dialect="openai-responses", target=major) as (gw, _),
+    ):
+        answers = [{"kind": "tool", "output": {"availableUnits": 42}}] * 2
+        api = f"{gw}/api/sessions/program{major}/chat"
+        result = await real_clients.chat_loop(api, major, "Enough stock?", answers, auto=True)
+    parts = chat_reply(result)["parts"]
+    (program,) = [p for p in parts if p["type"] == "tool-program"]
+    assert program["state"] == "output-available" and program["providerExecuted"] is True
+    assert program["output"]["status"] == "completed"
+    assert [p["state"] for p in parts if p["type"] in ("tool-getInventory", "tool-getDemand")] == [
+        "output-available",
+        "output-available",
+    ]
+    assert len(fake.requests) == 3
+    for sent in fake.requests[1:]:
+        kinds = [i.get("type") for i in sent["input"]]
+        assert kinds.count("program") == 1 and "program_output" not in kinds

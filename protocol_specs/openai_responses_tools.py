@@ -40,9 +40,11 @@ A tool is named as the stream names it: the item's type without ``_call`` (the p
 declared as ``programmatic_tool_calling``, is ``program``, as its items are); the deployment's
 ``tool_names`` gives a tool the name the app knows it by, in the stream and back. The app-run
 calls and hosted results are keyed by the item's ``call_id`` (what the app answers with); hosted
-ones without a ``call_id`` by the item id. The mapping both ways is the dialect's
-(``translators/dialects/openai_responses/``: ``tools.py`` for the stream, ``tool_history.py``
-for the items the history's tool parts become again).
+ones without a ``call_id`` by the item id. A program's ``program_output`` comes in the response
+to the continuation that answered the calls it made: it lands on the program's part, which that
+continuation sent back waiting (``program`` without its output). The mapping both ways is the
+dialect's (``translators/dialects/openai_responses/``: ``tools.py`` for the stream,
+``tool_history.py`` for the items the history's tool parts become again).
 """
 
 from __future__ import annotations

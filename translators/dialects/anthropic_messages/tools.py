@@ -153,7 +153,7 @@ def _api_name(names: list[str], tool_input: dict[str, Any]) -> tuple[str, dict[s
         return kind, {k: v for k, v in tool_input.items() if k != "type"}
     if name == "code_execution" and kind == PROGRAMMATIC_CALL:
         return name, {k: v for k, v in tool_input.items() if k != "type"}
-    if _TOOL_SEARCHES.issuperset(names):
+    if (len(names) > 1 or name == "tool_search") and _TOOL_SEARCHES.issuperset(names):
         return (
             "tool_search_tool_regex" if "pattern" in tool_input else "tool_search_tool_bm25"
         ), tool_input

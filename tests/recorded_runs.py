@@ -171,8 +171,8 @@ def rounds(runs: list[Recording]) -> list[list[int]]:
     for i in range(len(runs)):
         level(i)
     out: list[list[int]] = [[] for _ in range(max(depth.values(), default=-1) + 1)]
-    for i, level in depth.items():
-        out[level].append(i)
+    for i, round_ in depth.items():
+        out[round_].append(i)
     return out
 
 

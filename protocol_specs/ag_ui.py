@@ -96,10 +96,16 @@ other event types                      the unknown-event policy (``data-<type>``
 
 Requests (``request.py`` of the dialect): AG-UI agents are mostly stateless (the client sends
 the thread each run), so the whole ``UIMessage`` history goes in ``messages`` by default (the
-gateway's ``history = "latest"`` sends only the newest user message, for agents that keep the
-thread themselves). User text and files (image / audio / video / document parts with a ``data``
-source for data URLs or a ``url`` source), assistant text with ``toolCalls``, a ``tool`` message
-per answered call (errors in ``error``), reasoning as ``reasoning`` messages.
+gateway's ``history = "latest"`` sends only the newest user message). User text and files (image
+/ audio / video / document parts with a ``data`` source for data URLs or a ``url`` source); each
+step of an assistant message (one model response) as its ``reasoning`` messages, one
+``assistant`` message (its text, ``toolCalls``) and a ``tool`` message per answered call, in that
+order, each under the id the agent gave it when the message kept one (``messageId``,
+``parentMessageId``, ``toolMessageIds`` above), so an agent that keeps the thread itself
+(LangGraph's checkpointer, ADK's sessions) recognises what it has. A failed or denied call's
+text is its ``content`` as well as its ``error`` (agents give the model the content and read
+``error`` as the failure); a call whose input never was JSON goes with ``arguments`` ``{}`` (as
+the AI SDK sends an invalid call to a model), its error as its result.
 
 A continuation (the app answered interrupts) is a new run whose ``resume`` holds the answers, with
 the history as usual (``history = "latest"``: the newest user message); the ``ask_user`` parts that

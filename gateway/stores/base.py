@@ -253,7 +253,7 @@ class Forget:
     fence: int
 
 
-#: What a durable turn writes of itself, in the transcript writer's transactions.
+#: What a durable turn writes of itself, in the store writer's transactions.
 TurnWrite = Save | Forget
 
 
@@ -265,9 +265,10 @@ class CheckpointStore(Protocol):
     Every async method may raise :class:`StoreUnavailable`."""
 
     def apply(self, cur: Cursor, writes: Sequence[TurnWrite]) -> list[bool]:
-        """Do ``writes`` in the caller's transaction (the transcript writer's batches), each
-        saying whether it landed: ``False`` when a higher fence holds the turn, or — a save
-        past the first — when the turn has no row (it ended)."""
+        """Do ``writes`` in the caller's transaction (the store writer's batches), each saying
+        whether it landed: a save ``False`` when a higher fence holds the turn, or — past the
+        first — when the turn has no row (it ended); a forget always (fenced off, it is
+        another instance's to do)."""
 
     async def claim(self, key: Key, fence: int) -> Claimed | None:
         """Hold the turn under ``fence`` from now on (the lower ones' writes fail), counting

@@ -26,6 +26,7 @@ DIALECTS = (
     "openai-chat",
     "openai-responses",
     "pi-agent",
+    "pydantic-ai",
 )
 RECORDINGS = sorted((d, p) for d in DIALECTS for p in (FIXTURES / d).glob("*.jsonl"))
 IDS = [f"{d}/{p.stem}" for d, p in RECORDINGS]

@@ -10,7 +10,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 from pydantic_ai.messages import ModelMessage
 from starlette.applications import Starlette
@@ -18,15 +17,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from chunkbridge.gateway.devtools.library_recording import library_sse, record_library_events
-from chunkbridge.gateway.devtools.recordings import read_frames
-from chunkbridge.gateway.devtools.replay import replay_file
+from chunkbridge.gateway.devtools.library_recording import library_sse
 from chunkbridge.kit import Dialect, InProcessContract, LibraryTranslator, TurnInput
 from chunkbridge.protocol_specs.chat_request import ChatRequest
 from chunkbridge.translators.core.turn import TurnOptions
 from chunkbridge.translators.dialects.pydantic_ai import agent_input
 from tests.gateway_harness import uvicorn_server
 from tests.helpers import chat_reply, decode_sse, new_turn, of_type, run_cli
+from tests.library_runs import check_live_run
 from tests.pydantic_ai_agents import DEFERRING, SCENARIOS
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "pydantic-ai"
@@ -37,21 +35,9 @@ DIALECT = "pydantic-ai"
 async def test_the_live_agent_is_its_recording_and_its_golden(
     name: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    """What the agent emits today is the recording (so the goldens judge the library as it
-    is), and its live objects become the golden's bytes (the object and the recorded form of
-    each event are read alike)."""
-    recording, golden = FIXTURES / f"{name}.jsonl", FIXTURES / f"{name}.sse"
-    fresh = tmp_path / "fresh.jsonl"
-    frames = await record_library_events(DIALECT, SCENARIOS[name].run(), fresh)
-    if request.config.getoption("--update-goldens"):
-        recording.write_bytes(fresh.read_bytes())
-        recording.with_name(recording.name + ".timing").unlink(missing_ok=True)
-        golden.write_bytes(replay_file(DIALECT, recording))
-    assert [orjson.loads(f) for f in read_frames(recording)] == frames
-    assert await library_sse(DIALECT, SCENARIOS[name].run()) == golden.read_bytes()
-    for target in (6, 7):
-        live = await library_sse(DIALECT, SCENARIOS[name].run(), target=target)
-        assert live == replay_file(DIALECT, recording, target=target)
+    update = bool(request.config.getoption("--update-goldens"))
+    recording = FIXTURES / f"{name}.jsonl"
+    await check_live_run(DIALECT, SCENARIOS[name].run, recording, tmp_path, update)
 
 
 def test_what_the_goldens_show() -> None:

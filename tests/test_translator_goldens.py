@@ -23,6 +23,7 @@ DIALECTS = (
     "anthropic-messages",
     "gemini",
     "open-harness",
+    "openai-agents",
     "openai-chat",
     "openai-responses",
     "pi-agent",

@@ -90,6 +90,7 @@ def test_only_chunkbridge_is_importable_from_the_wheel(fresh_python: Path, tmp_p
         "agent-ops-v2",
         "anthropic-messages",
         "gemini",
+        "langgraph",
         "open-harness",
         "openai-agents",
         "openai-chat",
@@ -136,13 +137,13 @@ def test_importing_chunkbridge_and_every_dialect_imports_no_optional_library(
         "from chunkbridge.gateway.registry import registry\n"
         "found = registry()\n"
         "assert not found.broken, found.broken\n"
-        "for name in ('pydantic-ai', 'openai-agents'):\n"
+        "for name in ('pydantic-ai', 'openai-agents', 'langgraph'):\n"
         "    found.get(name).translator(None)\n"
         f"print(' '.join(m for m in {LIBRARIES!r} if m in sys.modules))\n"
     )
     result = _run(sys.executable, "-c", script, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == []
-    for library in LIBRARIES[:2]:  # (and they are there to be imported)
+    for library in LIBRARIES[:4]:  # (and they are there to be imported)
         check = _run(sys.executable, "-c", f"import {library}", cwd=tmp_path)
         assert check.returncode == 0, (library, check.stderr)

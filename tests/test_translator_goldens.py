@@ -22,6 +22,7 @@ DIALECTS = (
     "agent-ops-v2",
     "anthropic-messages",
     "gemini",
+    "langgraph",
     "open-harness",
     "openai-agents",
     "openai-chat",

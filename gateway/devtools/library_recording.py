@@ -55,19 +55,25 @@ async def library_sse(
     target: int = 5,
     settings: Any = None,
     options: TurnOptions | None = None,
+    frames: list[Any] | None = None,
 ) -> bytes:
     """The SSE body (``[DONE]`` included) the live ``events`` become, as
     :func:`~chunkbridge.gateway.devtools.replay.replay_frames` makes it of a recording
-    (``options``: the turn's, for a continuation; ``target`` then is its own)."""
+    (``options``: the turn's, for a continuation; ``target`` then is its own). ``frames``, if
+    given, gets the recorded form of every event of this run (what its recording would hold)."""
     description = get_dialect(dialect)
+    contract = description.in_process
     if settings is None:
         settings = description.settings()
     translator = description.translator(TranslatorOptions(settings=settings))
     turn = Turn(translator, options or TurnOptions(target=target))
     out: list[bytes] = []
     async for event in library_events(events):
+        if frames is not None and contract is not None:
+            is_signal = type(event) is dict and STREAM_SIGNAL in event
+            frames.append(event if is_signal else contract.record(event))
         out.append(encode_chunks(turn.feed(event)))
-        if turn.done:
+        if turn.done and frames is None:
             break
     out.append(encode_chunks(turn.upstream_ended()))
     out.append(DONE_FRAME)

@@ -18,12 +18,12 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from chunkbridge.gateway.devtools.library_recording import library_sse
-from chunkbridge.kit import Dialect, InProcessContract, LibraryTranslator, TurnInput
+from chunkbridge.kit import TurnInput
 from chunkbridge.protocol_specs.chat_request import ChatRequest
 from chunkbridge.translators.core.turn import TurnOptions
 from chunkbridge.translators.dialects.pydantic_ai import agent_input
 from tests.gateway_harness import uvicorn_server
-from tests.helpers import chat_reply, decode_sse, new_turn, of_type, run_cli
+from tests.helpers import chat_reply, decode_sse, new_turn, of_type
 from tests.library_runs import check_live_run
 from tests.pydantic_ai_agents import DEFERRING, SCENARIOS
 
@@ -70,26 +70,6 @@ def test_what_the_goldens_show() -> None:
         "model": "scripted",
         "usage": {"inputTokens": 50, "outputTokens": 4},
     }
-
-
-def test_serve_says_an_in_process_dialect_cannot_front_an_upstream(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    code, listing, _ = run_cli(capsys, "dialects")
-    assert code == 0 and "pydantic-ai        in-process" in listing, listing
-    upstream = "http://127.0.0.1:9/agent"
-    code, _, err = run_cli(capsys, "serve", "--dialect", DIALECT, "--upstream", upstream)
-    assert code != 0
-    assert "dialect 'pydantic-ai' is in-process only" in err, err
-    assert "pip install 'chunkbridge[pydantic-ai]'" in err and "cannot front an upstream URL" in err
-
-
-def test_a_dialect_needs_a_contract_and_may_be_in_process_only() -> None:
-    with pytest.raises(ValueError, match="has no upstream contract"):
-        Dialect(name="nothing", summary="", translator=LibraryTranslator)
-    contract = InProcessContract(extra="x", events="x events", record=lambda e: e)
-    dialect = Dialect(name="lib", summary="", translator=LibraryTranslator, in_process=contract)
-    assert dialect.in_process_only and dialect.transports == ()
 
 
 def test_unknown_and_malformed_events_follow_the_policy() -> None:

@@ -16,10 +16,11 @@ Two forms of the same event reach its translator:
   attribute reads, so one handler serves both forms.
 
 The event iterator's end belongs to the stream too: the library's iterator ends (a run that
-completed) or raises (a run that failed). The driver feeds one more frame after the library's
-last event: :data:`STREAM_END`, or :func:`stream_error` for the exception; a recording holds it
-as its last line. Without it (a recording cut short, a driver that lost the iterator) the turn
-ends as truncated, as for a network upstream that hung up.
+completed) or raises (a run that failed). A driver says which after the library's last event:
+:data:`STREAM_END` (or simply the end of the events: an in-process source that stops without
+raising has completed), or :func:`stream_error` for the exception (what
+:meth:`LibraryTranslator.read_error` gives a driver that asks); a recording holds that frame as
+its last line.
 """
 
 from __future__ import annotations
@@ -131,6 +132,22 @@ class LibraryTranslator(Translator):
         library). The default reads ``event.type``."""
         kind = getattr(event, "type", None)
         return kind if isinstance(kind, str) else None
+
+    def read_object(self, event: Any) -> Sequence[Any]:
+        """An object of the library is one event, which :meth:`feed` reads as it is (a driver
+        that turns objects into events before feeding them asks this)."""
+        return [event]
+
+    def read_error(self, error: BaseException) -> Sequence[Any]:
+        """An exception the library's iterator raised, as the frame that ends the turn with
+        its message (:func:`stream_error`)."""
+        return [stream_error(error)]
+
+    def end_of_stream(self, terminal: bool) -> Sequence[Item]:
+        """The library's iterator ended without saying so (no :data:`STREAM_END`): an
+        in-process source that stops without raising completed its run (a failure comes as
+        an exception, :meth:`read_error`), so the answer ends as :meth:`end_of_events` says."""
+        return self.end_of_events()
 
     def end_of_events(self) -> Sequence[Item]:
         """The library's iterator ended normally: the run is complete. The default ends the

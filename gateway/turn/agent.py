@@ -95,6 +95,9 @@ class LoopParts:
     replays: Callable[[str], bool] = lambda name: False
     #: The turn's run id (the first part of each call's idempotency key).
     run_id: str = ""
+    #: ``busy = steer``: at a step boundary, the id of the user message that steers the turn
+    #: (it ends there and the loop goes on in the answer to it), or ``None``.
+    steer: Callable[[], Awaitable[str | None]] | None = None
 
 
 class NotOpened:
@@ -266,6 +269,10 @@ class AgentDriver(TurnDriver):
         assert ended is not None
         self.parts.trace.upstream_ended(ended.message_metadata, ended.finish_reason)
         ending = self.loop.step_ended(ended)
+        if ending is None and self.parts.steer is not None:
+            by = await self.parts.steer()
+            if by is not None:  # the model is called again, with the new message after these
+                ending = self.loop.steered(by, ended)
         if ending is not None:
             await self._write(write, encode_chunks(self.turn.close(ending)))
             return

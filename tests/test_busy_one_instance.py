@@ -1,8 +1,9 @@
-"""``busy = queue`` in one gateway (``resume = memory``) in front of a scripted agent that
-records what it was asked and when each turn ended: messages sent while a turn runs wait in
+"""``busy`` in one gateway (``resume = memory``) in front of a scripted agent that records what
+it was asked and when each turn ended: with ``queue`` messages sent while a turn runs wait in
 order and say their position, a full line is refused, a client that goes away leaves it, a
 message that waits too long ends with an error, and the answer waited for is in the next
-turn's history as it ended. Every stream is judged by the real ai 5, 6 and 7 clients."""
+turn's history as it ended; with ``interrupt`` the running turn ends at once; ``reject`` is
+today's 409. Every stream is judged by the real ai 5, 6 and 7 clients."""
 
 from __future__ import annotations
 
@@ -267,3 +268,35 @@ async def test_the_ai_sdk_chat_that_sends_while_the_answer_streams_gets_every_an
     for verdicts in real_clients.check_many(result["bodies"]):
         for checked, verdict in verdicts.items():
             assert verdict.ok and verdict.finish_reason == "stop", (checked, verdict.fatal)
+
+
+async def test_interrupt_in_one_process_stops_the_turn_and_runs_the_message(real_clients) -> None:
+    agent = Agent(pause=0.1)
+    async with world(agent, busy="interrupt") as gw:
+        first = asyncio.create_task(send(gw, body(user("one"))))
+        await until(lambda: agent.log, 10)
+        await asyncio.sleep(0.3)
+        started = time.monotonic()
+        second = await send(gw, body(user("one"), user("two")))
+        interrupted = await first
+    assert agent.order("prompt") == ["one", "two"]
+    assert agent.at("prompt", "two") - started <= 1.5
+    finish = decode_sse(interrupted.content)[-1]
+    assert finish["messageMetadata"] == {"interruptedBy": "u-two"}
+    verdicts = real_clients.check_many([interrupted.content, second.content])
+    for major, verdict in verdicts[0].items():
+        assert verdict.ok and 0 < len(verdict.text()) < len(answer_text("one")), major
+    for major, verdict in verdicts[1].items():
+        assert verdict.ok and verdict.text() == answer_text("two"), major
+
+
+async def test_reject_is_todays_409_whatever_the_line() -> None:
+    agent = Agent(pause=0.1)
+    async with world(agent, busy="reject") as gw:
+        first = asyncio.create_task(send(gw, body(user("one"))))
+        await until(lambda: agent.log, 10)
+        refused = await send(gw, body(user("one"), user("two")))
+        await first
+    assert refused.status_code == 409
+    assert refused.text == "This session is already answering; wait for it or stop it first."
+    assert agent.order("prompt") == ["one"]

@@ -19,7 +19,14 @@ import pytest
 
 from tests.gateway_harness import ScriptedUpstream, free_port
 from tests.helpers import decode_sse
-from tests.test_busy_one_instance import Agent, answer_text, body, queue_positions, user
+from tests.test_busy_one_instance import (
+    Agent,
+    answer_text,
+    body,
+    queue_positions,
+    running_answer,
+    user,
+)
 from tests.test_gateway_process import process
 
 pytestmark = [pytest.mark.slow, pytest.mark.conformance]
@@ -162,8 +169,12 @@ async def test_interrupt_ends_the_running_turn_at_once_and_the_next_goes_out_wit
         running = asyncio.create_task(first(a))
         await asyncio.wait_for(_prompted(agent, 1), 10)
         await asyncio.sleep(0.4)  # a few words in
-        posted, second = await send(b, body(user("one"), user("two")))
+        _, stale = await send(b, {**body(user("one"), user("x")), "expectedTurnId": "msg_old"})
+        shown = await running_answer(b)  # the newest answer the page shows
+        second_body = {**body(user("one"), user("two")), "expectedTurnId": shown}
+        posted, second = await send(b, second_body)
         await running
+    assert stale.status_code == 409  # (the stale guard, across instances: nothing stopped)
     upstream = agent.upstream  # type: ignore[attr-defined]
     aborts = [t for t, f in upstream.received_at["s"] if f.get("type") == "abort"]
     assert second.status_code == 200

@@ -209,15 +209,7 @@ async def test_the_answer_waited_for_is_in_the_next_request_as_it_ended(
         first = asyncio.create_task(send(gw, body(user("one"))))
         await until(lambda: agent.log, 10)
         await asyncio.sleep(0.2)
-        seen = b""
-        async with httpx.AsyncClient(timeout=30, trust_env=False) as client:
-            url = f"{gw}/api/sessions/s/chat/chat1/stream"  # what the page has of it so far
-            async with client.stream("GET", url) as response:
-                async for piece in response.aiter_bytes():
-                    seen += piece
-                    if b'"delta"' in seen:
-                        break
-        answer_id = decode_sse(seen.rpartition(b"\n\n")[0] + b"\n\n")[0]["messageId"]
+        answer_id = await running_answer(gw)  # what the page has of it so far
         cut = {
             "id": answer_id,
             "role": "assistant",
@@ -300,3 +292,38 @@ async def test_reject_is_todays_409_whatever_the_line() -> None:
     assert refused.status_code == 409
     assert refused.text == "This session is already answering; wait for it or stop it first."
     assert agent.order("prompt") == ["one"]
+
+
+async def test_expected_turn_id_must_be_the_chats_newest_answer_running_or_ended() -> None:
+    """The stale guard: ``expectedTurnId`` (the newest answer the client shows) is compared,
+    before any waiting, with the running answer, or the last one once it ended."""
+    agent = Agent(pause=0.05)
+    async with world(agent) as gw:
+        first = asyncio.create_task(send(gw, body(user("one"))))
+        await until(lambda: agent.log, 10)
+        stale = await send(gw, {**body(user("one"), user("two")), "expectedTurnId": "msg_old"})
+        assert stale.status_code == 409 and "not seen yet" in stale.text
+        running = await running_answer(gw)
+        fresh = await send(gw, {**body(user("one"), user("two")), "expectedTurnId": running})
+        assert queue_positions(decode_sse(fresh.content)) == [1]  # it waited for "one"
+        assert decode_sse((await first).content)[0]["messageId"] == running
+        after = await send(gw, {**body(user("one"), user("three")), "expectedTurnId": running})
+        unsent = await send(gw, body(user("one"), user("four")))  # no field: no guard
+    assert fresh.status_code == 200
+    newest = decode_sse(fresh.content)[0]["messageId"]
+    assert after.status_code == 409  # "two" answered since: the client has not seen it
+    assert unsent.status_code == 200 and newest != running
+    assert agent.order("prompt") == ["one", "two", "four"]
+
+
+async def running_answer(gw: str, session: str = "s") -> str:
+    """The ``messageId`` of the chat's running answer, as a page that resumes it sees it."""
+    seen = b""
+    async with httpx.AsyncClient(timeout=30, trust_env=False) as client:
+        url = f"{gw}/api/sessions/{session}/chat/chat1/stream"
+        async with client.stream("GET", url) as response:
+            async for piece in response.aiter_bytes():
+                seen += piece
+                if b'"messageId"' in seen and seen.endswith(b"\n\n"):
+                    break
+    return str(next(c for c in decode_sse(seen) if c["type"] == "start")["messageId"])

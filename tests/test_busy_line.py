@@ -1,6 +1,6 @@
 """``busy``: the session's line as a sans-I/O state machine, the same rules in Redis (a real
-redis-server, several clients racing), the policy's settings, and the splice of the answer a
-waiting message waited for."""
+redis-server, several clients racing), the policy's settings, the splice of the answer a
+waiting message waited for, and the loop's ending when a message steers it."""
 
 from __future__ import annotations
 
@@ -27,6 +27,15 @@ from chunkbridge.gateway.stores.local_line import LocalLines
 from chunkbridge.gateway.stores.redis_line import RedisLine
 from chunkbridge.gateway.stores.redis_resume import RedisResumeStore
 from chunkbridge.gateway.turn.history import with_answer_copy
+from chunkbridge.kit import counter_ids
+from chunkbridge.translators.core.agent_loop import (
+    AgentLoop,
+    CallKind,
+    LoopEnding,
+    LoopPhase,
+    ToolPolicy,
+)
+from chunkbridge.translators.core.closing import CloseReason, CloseRequest
 
 
 def waiter(n: int, kind: WaitKind = WaitKind.QUEUE, chat: str = "c") -> Waiter:
@@ -201,3 +210,23 @@ def test_the_servers_copy_replaces_the_clients_cut_one_or_is_put_after_its_quest
     assert with_answer_copy(missing, full, "u1") == [_m("u1"), full, _m("u2"), _m("u3")]
     unknown = [_m("u0"), _m("u2")]
     assert with_answer_copy(unknown, full, "") == [_m("u0"), full, _m("u2")]
+
+
+def test_a_steered_loop_ends_at_the_boundary_with_the_steps_it_ran() -> None:
+    loop = AgentLoop(ToolPolicy({"lookup": False}), 10, ids=counter_ids())
+    assert loop.call("lookup") is CallKind.RUN
+    step = CloseRequest(
+        CloseReason.COMPLETED, finish_reason="tool-calls", message_metadata={"usage": {"a": 1}}
+    )
+    assert loop.step_ended(step) is None  # the loop would call the model again…
+    ending = loop.steered("u2", step)  # …but a new user message steers it
+    assert ending.finish_reason == "tool-calls" and loop.phase is LoopPhase.ENDED
+    assert ending.message_metadata == {
+        "usage": {"a": 1},
+        "agentLoop": {
+            "ending": "steered",
+            "steps": [{"finishReason": "tool-calls", "usage": {"a": 1}}],
+        },
+        "steeredBy": "u2",
+    }
+    assert loop.step == 1 and loop.ending is LoopEnding.STEERED

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import signal
+import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -43,6 +46,15 @@ FRAME = {
 
 @contextlib.contextmanager
 def two_gateways(upstream: str, redis_url: str, *extra: str) -> Iterator[tuple[str, str]]:
+    with gateway_processes(upstream, redis_url, *extra) as (bases, _):
+        yield bases
+
+
+@contextlib.contextmanager
+def gateway_processes(
+    upstream: str, redis_url: str, *extra: str
+) -> Iterator[tuple[tuple[str, str], list[subprocess.Popen[str]]]]:
+    """Two instances: their base URLs and processes (a test may kill one)."""
     ports = free_port(), free_port()
     common = (
         *("--dialect", "agent-ops-v2", "--upstream", upstream),
@@ -52,7 +64,7 @@ def two_gateways(upstream: str, redis_url: str, *extra: str) -> Iterator[tuple[s
         *extra,
     )
     with contextlib.ExitStack() as stack:
-        for port in ports:
+        procs = [
             stack.enter_context(
                 process(
                     "serve",
@@ -60,7 +72,9 @@ def two_gateways(upstream: str, redis_url: str, *extra: str) -> Iterator[tuple[s
                     ready_url=f"http://127.0.0.1:{port}/healthz",
                 )
             )
-        yield f"http://127.0.0.1:{ports[0]}", f"http://127.0.0.1:{ports[1]}"
+            for port in ports
+        ]
+        yield (f"http://127.0.0.1:{ports[0]}", f"http://127.0.0.1:{ports[1]}"), procs
 
 
 @contextlib.asynccontextmanager
@@ -231,3 +245,62 @@ async def test_the_ai7_chat_interrupting_or_sending_now_is_never_refused(
     for verdicts in real_clients.check_many(bodies, (7,)):  # (--target 7: interrupted)
         for major, verdict in verdicts.items():
             assert verdict.ok, (major, verdict.fatal)
+
+
+async def test_when_the_running_instance_dies_the_waiting_go_on_in_order_after_the_lease(
+    redis_url: str, real_clients
+) -> None:
+    """The instance running the turn is SIGKILLed: the messages waiting on the other instance
+    run, in order, once its lease lapsed (and those waiting on the dead one left the line)."""
+    agent = Agent(pause=0.3)
+    async with ScriptedUpstream() as upstream:
+        upstream.scripts["*"] = agent
+        with gateway_processes(upstream.url, redis_url, "--busy", "queue") as ((a, b), procs):
+            first = asyncio.create_task(send(a, body(user("one"))))
+            await asyncio.wait_for(_prompted(agent, 1), 10)
+            doomed = asyncio.create_task(send(a, body(user("one"), user("lost"))))
+            await asyncio.sleep(0.1)
+            later = [asyncio.create_task(send(b, body(user("one"), user("two"))))]
+            await asyncio.sleep(0.1)
+            later.append(asyncio.create_task(send(b, body(user("one"), user("three")))))
+            await asyncio.sleep(0.3)
+            os.kill(procs[0].pid, signal.SIGKILL)
+            killed = time.monotonic()
+            results = await asyncio.gather(*later)
+            for gone in (first, doomed):
+                with contextlib.suppress(httpx.HTTPError):
+                    await gone
+    assert agent.order("prompt") == ["one", "two", "three"]
+    assert LEASE <= agent.at("prompt", "two") - killed <= LEASE + 2.0
+    assert agent.at("prompt", "three") >= agent.at("end", "two")
+    responses = [response for _, response in results]
+    positions = [queue_positions(decode_sse(r.content)) for r in responses]
+    assert [p[0] for p in positions] == [2, 3]  # behind one (running) and lost (waiting)
+    assert all(p == sorted(p, reverse=True) for p in positions)  # lost left with its instance
+    assert positions[1][-1] == 1
+    for verdicts in real_clients.check_many([r.content for r in responses]):
+        for major, verdict in verdicts.items():
+            assert verdict.ok and verdict.finish_reason == "stop", (major, verdict.fatal)
+
+
+async def test_a_draining_instance_ends_its_waiting_requests_validly(
+    redis_url: str, real_clients
+) -> None:
+    agent = Agent(pause=0.3)
+    extra = ("--busy", "queue", "--drain-timeout", "2")
+    async with ScriptedUpstream() as upstream:
+        upstream.scripts["*"] = agent
+        with gateway_processes(upstream.url, redis_url, *extra) as ((a, _), procs):
+            first = asyncio.create_task(send(a, body(user("one"))))
+            await asyncio.wait_for(_prompted(agent, 1), 10)
+            waiting = asyncio.create_task(send(a, body(user("one"), user("two"))))
+            await asyncio.sleep(0.3)
+            procs[0].send_signal(signal.SIGTERM)
+            (_, ended), (_, drained) = await asyncio.gather(waiting, first)
+    assert agent.order("prompt") == ["one"]
+    chunks = decode_sse(ended.content)
+    assert [c["type"] for c in chunks][-2:] == ["error", "finish"]
+    assert "restarting" in chunks[-2]["errorText"]
+    for verdicts in real_clients.check_many([ended.content, drained.content]):
+        for major, verdict in verdicts.items():
+            assert verdict.ok and verdict.error_text, (major, verdict.fatal)

@@ -136,6 +136,11 @@ class QueuedResponse:
             with contextlib.suppress(OSError):
                 await self._fail(send, LOST_PLACE_TEXT)
             return
+        except GatewayError as exc:  # the instance drains
+            self.log.info("busy.ended", error=type(exc).__name__, detail=exc.detail)
+            with contextlib.suppress(OSError):
+                await self._fail(send, exc.client_message)
+            return
         finally:
             if run is None:
                 await queued.leave()

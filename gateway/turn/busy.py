@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from chunkbridge.gateway.config import GatewayConfig
-from chunkbridge.gateway.errors import QueueFull, StaleTurn
+from chunkbridge.gateway.errors import QueueFull, ServiceUnavailable, StaleTurn
 from chunkbridge.gateway.stores import Stores, StoreUnavailable
 from chunkbridge.gateway.stores.base import Key, Line
 from chunkbridge.gateway.stores.line import (
@@ -62,6 +62,9 @@ __all__ = [
 #: Seconds between two interrupts a waiting ``interrupt`` request sends: the turn it waits
 #: for may not have been running yet (still connecting) when the first went out.
 INTERRUPT_AGAIN = 0.25
+#: Seconds between two looks of a waiting request at its line when nothing woke it: what no
+#: message says (an instance that died, its turn's lease lapsed; a gateway that drains).
+LOOK_AGAIN = 1.0
 #: Longest look at the line a step boundary waits for (a steer check).
 STEER_CHECK = 0.5
 #: Longest read of the previous answer's chunk log.
@@ -79,6 +82,8 @@ class BusyGateway(Protocol):
     log: Any
     #: ``history = stored``: the conversation comes from the store.
     stored_history: bool
+    #: The instance stops (SIGTERM): nothing more is let in.
+    draining: bool
 
     @property
     def steerable(self) -> bool: ...
@@ -135,8 +140,8 @@ class Queued:
     ) -> Seat | None:
         """Until the request holds a turn (its seat), saying each new position and a
         keep-alive after each ``keepalive_interval``; ``None`` after ``queue_timeout``.
-        Raises :class:`LostPlace` when its entry lapsed. The caller leaves the line on any
-        other way out (:meth:`leave`)."""
+        Raises :class:`LostPlace` when its entry lapsed, :class:`ServiceUnavailable` when the
+        instance drains. The caller leaves the line on any other way out (:meth:`leave`)."""
         config, line, session_id = self.gateway.config, self.gateway.line, self.key[0]
         member, limit = self.waiter.member, config.max_turns_per_session
         loop = asyncio.get_running_loop()
@@ -146,6 +151,9 @@ class Queued:
         nudge = now + INTERRUPT_AGAIN if interrupts else math.inf
         await say(self.position)
         while True:
+            if self.gateway.draining:  # the instance stops: the request ends, validly
+                await self.leave()
+                raise ServiceUnavailable(0, detail="draining")  # (mid-stream: no header)
             entry = await line.take(session_id, member, limit)
             if isinstance(entry, Admitted):
                 return seat_of(self.gateway, self.key, member)
@@ -164,7 +172,8 @@ class Queued:
             if now >= beat:
                 await keepalive()
                 beat = now + config.keepalive_interval
-            await line.changed(session_id, max(0.0, min(deadline, beat, nudge) - now))
+            wake = min(deadline, beat, nudge, now + LOOK_AGAIN)
+            await line.changed(session_id, max(0.0, wake - now))
 
     async def leave(self) -> None:
         with contextlib.suppress(StoreUnavailable):
@@ -248,7 +257,10 @@ async def with_previous_answer(
     be read whole (``history = stored``: the store holds it already)."""
     if gateway.stored_history:
         return request
-    noted = await gateway.line.answer_of(queued.key)
+    try:
+        noted = await gateway.line.answer_of(queued.key)
+    except StoreUnavailable:
+        noted = None
     answer = await previous_answer(gateway, queued.key)
     if queued.waiter.kind is WaitKind.STEER:
         metadata = (answer or {}).get("metadata") or {}

@@ -92,6 +92,7 @@ class Gateway(Protocol):
     #: The sessions' lines (``busy``) and their newest answers.
     line: Line
     log: Any
+    draining: bool
 
     @property
     def steerable(self) -> bool: ...

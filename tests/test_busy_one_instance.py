@@ -104,8 +104,8 @@ async def test_messages_sent_during_a_turn_run_in_order_each_after_the_last_ende
     assert agent.at("prompt", "three") >= agent.at("end", "two")
     chunks = [decode_sse(r.content) for r in responses]
     assert queue_positions(chunks[0]) == []
-    assert queue_positions(chunks[1]) == [1]
-    assert queue_positions(chunks[2]) == [2, 1]
+    assert queue_positions(chunks[1]) == [1, 0]  # 0: it runs
+    assert queue_positions(chunks[2]) == [2, 1, 0]
     for waited in chunks[1:]:
         starts = [c for c in waited if c["type"] == "start"]
         assert waited[0]["type"] == "start" and len({c["messageId"] for c in starts}) == 1
@@ -256,7 +256,7 @@ async def test_the_ai_sdk_chat_that_sends_while_the_answer_streams_gets_every_an
         assert all(shown.index(asked[text]) < shown.index(said[text]) for text in order)
     assert agent.order("prompt") == ["one", "two", "three"]
     waited = [queue_positions(decode_sse(b)) for b in result["bodies"]]
-    assert waited == ([[], [], []] if queue else [[], [1], [2, 1]])
+    assert waited == ([[], [], []] if queue else [[], [1, 0], [2, 1, 0]])
     for verdicts in real_clients.check_many(result["bodies"]):
         for checked, verdict in verdicts.items():
             assert verdict.ok and verdict.finish_reason == "stop", (checked, verdict.fatal)
@@ -305,7 +305,7 @@ async def test_expected_turn_id_must_be_the_chats_newest_answer_running_or_ended
         assert stale.status_code == 409 and "not seen yet" in stale.text
         running = await running_answer(gw)
         fresh = await send(gw, {**body(user("one"), user("two")), "expectedTurnId": running})
-        assert queue_positions(decode_sse(fresh.content)) == [1]  # it waited for "one"
+        assert queue_positions(decode_sse(fresh.content)) == [1, 0]  # it waited for "one"
         assert decode_sse((await first).content)[0]["messageId"] == running
         after = await send(gw, {**body(user("one"), user("three")), "expectedTurnId": running})
         unsent = await send(gw, body(user("one"), user("four")))  # no field: no guard

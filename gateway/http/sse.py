@@ -90,8 +90,9 @@ class TurnResponse:
 class QueuedResponse:
     """The SSE body of a request that waits for its session's turn (``busy``): ``start`` (the
     answer's id) at once, then a transient ``data-queue`` part with its position on entering
-    and whenever it changes, keep-alive comments meanwhile; once it holds the turn, the turn's
-    own stream (its ``start`` repeats the id) as :class:`TurnResponse` delivers it. A request
+    and whenever it changes (1: it runs next; 0: it runs now), keep-alive comments meanwhile;
+    once it holds the turn, the turn's own stream (its ``start`` repeats the id) as
+    :class:`TurnResponse` delivers it. A request
     that waits ``queue_timeout``, or cannot open its turn after waiting, ends with ``error`` +
     ``finish``. A client that goes away leaves the line (those behind it move up)."""
 
@@ -157,6 +158,8 @@ class QueuedResponse:
             await write(KEEPALIVE_FRAME)
 
         self._seat = await self.queued.wait(say, keepalive)
+        if self._seat is not None:
+            await say(0)  # it runs: 0, what a page clears its "waiting" sign on
 
     @staticmethod
     async def _fail(send: Send, text: str) -> None:

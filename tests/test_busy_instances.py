@@ -21,9 +21,10 @@ import orjson
 import pytest
 
 from tests.gateway_harness import ScriptedUpstream, free_port
-from tests.helpers import decode_sse
+from tests.helpers import decode_sse, until
 from tests.test_busy_one_instance import (
     Agent,
+    Pending,
     answer_text,
     body,
     queue_positions,
@@ -182,7 +183,7 @@ async def test_interrupt_ends_the_running_turn_at_once_and_the_next_goes_out_wit
     async with world(agent, redis_url, "--busy", "interrupt") as (a, b):
         running = asyncio.create_task(first(a))
         await asyncio.wait_for(_prompted(agent, 1), 10)
-        await asyncio.sleep(0.4)  # a few words in
+        await until(lambda: agent.words >= 3, 10)  # a few words in
         _, stale = await send(b, {**body(user("one"), user("x")), "expectedTurnId": "msg_old"})
         shown = await running_answer(b)  # the newest answer the page shows
         second_body = {**body(user("one"), user("two")), "expectedTurnId": shown}
@@ -258,22 +259,22 @@ async def test_when_the_running_instance_dies_the_waiting_go_on_in_order_after_t
         with gateway_processes(upstream.url, redis_url, "--busy", "queue") as ((a, b), procs):
             first = asyncio.create_task(send(a, body(user("one"))))
             await asyncio.wait_for(_prompted(agent, 1), 10)
-            doomed = asyncio.create_task(send(a, body(user("one"), user("lost"))))
-            await asyncio.sleep(0.1)
-            later = [asyncio.create_task(send(b, body(user("one"), user("two"))))]
-            await asyncio.sleep(0.1)
-            later.append(asyncio.create_task(send(b, body(user("one"), user("three")))))
-            await asyncio.sleep(0.3)
+            doomed = Pending(a, body(user("one"), user("lost")))
+            await doomed.in_line()
+            later = [Pending(b, body(user("one"), user("two")))]
+            await later[0].in_line()
+            later.append(Pending(b, body(user("one"), user("three"))))
+            await later[1].in_line()
             os.kill(procs[0].pid, signal.SIGKILL)
             killed = time.monotonic()
-            results = await asyncio.gather(*later)
-            for gone in (first, doomed):
+            await asyncio.gather(*(pending.task for pending in later))
+            for gone in (first, doomed.task):
                 with contextlib.suppress(httpx.HTTPError):
                     await gone
     assert agent.order("prompt") == ["one", "two", "three"]
     assert LEASE <= agent.at("prompt", "two") - killed <= LEASE + 2.0
     assert agent.at("prompt", "three") >= agent.at("end", "two")
-    responses = [response for _, response in results]
+    responses = later
     positions = [queue_positions(decode_sse(r.content)) for r in responses]
     assert [p[0] for p in positions] == [2, 3]  # behind one (running) and lost (waiting)
     assert all(p == sorted(p, reverse=True) for p in positions)  # lost left with its instance
@@ -293,10 +294,12 @@ async def test_a_draining_instance_ends_its_waiting_requests_validly(
         with gateway_processes(upstream.url, redis_url, *extra) as ((a, _), procs):
             first = asyncio.create_task(send(a, body(user("one"))))
             await asyncio.wait_for(_prompted(agent, 1), 10)
-            waiting = asyncio.create_task(send(a, body(user("one"), user("two"))))
-            await asyncio.sleep(0.3)
+            waiting = Pending(a, body(user("one"), user("two")))
+            await waiting.in_line()
             procs[0].send_signal(signal.SIGTERM)
-            (_, ended), (_, drained) = await asyncio.gather(waiting, first)
+            await waiting.task
+            _, drained = await first
+            ended = waiting
     assert agent.order("prompt") == ["one"]
     chunks = decode_sse(ended.content)
     assert [c["type"] for c in chunks][-2:] == ["error", "finish"]

@@ -34,6 +34,8 @@ class Agent:
         self.pause = pause
         self.log: list[tuple[float, str, str]] = []
         self.prompts: list[dict[str, Any]] = []
+        #: Words sent, all turns together.
+        self.words = 0
 
     async def __call__(self, ws: Any, up: ScriptedUpstream, session: str) -> None:
         prompt = up.received[session][-1]
@@ -45,6 +47,7 @@ class Agent:
             await asyncio.sleep(self.pause)
             delta = {"type": "message.part.text-delta", "turnId": text, "delta": f"{text}{i} "}
             await up.send(ws, session, delta)
+            self.words += 1
         await up.send(ws, session, {"type": "message.finalize", "turnId": text, "reason": "stop"})
         await up.send(ws, session, {"type": "complete"})
         self.log.append((time.monotonic(), "end", text))
@@ -87,6 +90,29 @@ def queue_positions(chunks: list[dict[str, Any]]) -> list[int]:
     return [c["data"]["position"] for c in chunks if c["type"] == "data-queue"]
 
 
+class Pending:
+    """A POST read as its bytes come: a test waits for it to be in the line (:meth:`in_line`)
+    instead of guessing how long that takes."""
+
+    def __init__(self, gw: str, payload: dict[str, Any], session: str = "s") -> None:
+        self.url = f"{gw}/api/sessions/{session}/chat"
+        self.payload = payload
+        self.content = b""
+        self.status_code = 0
+        self.task = asyncio.create_task(self._read())
+
+    async def _read(self) -> bytes:
+        async with httpx.AsyncClient(timeout=30, trust_env=False) as client:
+            async with client.stream("POST", self.url, json=self.payload) as response:
+                self.status_code = response.status_code
+                async for piece in response.aiter_bytes():
+                    self.content += piece
+        return self.content
+
+    async def in_line(self) -> None:
+        await until(lambda: b'"data-queue"' in self.content, 10)
+
+
 async def test_messages_sent_during_a_turn_run_in_order_each_after_the_last_ended(
     real_clients,
 ) -> None:
@@ -94,10 +120,11 @@ async def test_messages_sent_during_a_turn_run_in_order_each_after_the_last_ende
     async with world(agent) as gw:
         first = asyncio.create_task(send(gw, body(user("one"))))
         await until(lambda: agent.log, 10)
-        second = asyncio.create_task(send(gw, body(user("one"), user("two"))))
-        await asyncio.sleep(0.1)
-        third = asyncio.create_task(send(gw, body(user("one"), user("two"), user("three"))))
-        responses = await asyncio.gather(first, second, third)
+        second = Pending(gw, body(user("one"), user("two")))
+        await second.in_line()
+        third = Pending(gw, body(user("one"), user("two"), user("three")))
+        await asyncio.gather(second.task, third.task)
+        responses = [await first, second, third]
     assert [r.status_code for r in responses] == [200, 200, 200]
     assert agent.order("prompt") == ["one", "two", "three"]
     assert agent.at("prompt", "two") >= agent.at("end", "one")
@@ -125,12 +152,12 @@ async def test_a_full_line_and_what_never_waits_are_refused_before_any_stream() 
     async with world(agent, queue_max=1) as gw:
         first = asyncio.create_task(send(gw, body(user("one"))))
         await until(lambda: agent.log, 10)
-        waiting = asyncio.create_task(send(gw, body(user("one"), user("two"))))
-        await asyncio.sleep(0.2)
+        waiting = Pending(gw, body(user("one"), user("two")))
+        await waiting.in_line()
         full = await send(gw, body(user("one"), user("three")))
         regenerate = await send(gw, {**body(user("one")), "trigger": "regenerate-message"})
         edit = await send(gw, {**body(user("one")), "messageId": "u-one"})
-        await asyncio.gather(first, waiting)
+        await asyncio.gather(first, waiting.task)
     assert (full.status_code, full.headers["content-type"]) == (409, "text/plain; charset=utf-8")
     assert "too many messages wait" in full.text
     for refused in (regenerate, edit):  # today's 409: only a new user message waits
@@ -266,8 +293,7 @@ async def test_interrupt_in_one_process_stops_the_turn_and_runs_the_message(real
     agent = Agent(pause=0.1)
     async with world(agent, busy="interrupt") as gw:
         first = asyncio.create_task(send(gw, body(user("one"))))
-        await until(lambda: agent.log, 10)
-        await asyncio.sleep(0.3)
+        await until(lambda: agent.words >= 2, 10)  # a few words in
         started = time.monotonic()
         second = await send(gw, body(user("one"), user("two")))
         interrupted = await first

@@ -11,6 +11,7 @@ chat steers through both instances."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import sys
 import threading
@@ -44,10 +45,21 @@ class RecordingModel(Model):
     def __init__(self) -> None:
         super().__init__()
         self.bodies: list[dict[str, Any]] = []
+        #: Seconds the model thinks before it answers a step (by step number).
+        self.slow: dict[int, float] = {}
 
     async def handle(self, request: Request) -> Response:
-        self.bodies.append(orjson.loads(await request.body()))
+        body = orjson.loads(await request.body())  # (Starlette keeps it for the model's read)
+        self.bodies.append(body)
+        step = orjson.dumps(body["messages"]).count(b'"tool_result"') + 1
+        await asyncio.sleep(self.slow.get(step, 0.0))
         return await super().handle(request)
+
+    def asked(self, step: int) -> bool:
+        """The model was asked for ``step`` (it may not have answered yet)."""
+        return any(
+            orjson.dumps(b["messages"]).count(b'"tool_result"') + 1 == step for b in self.bodies
+        )
 
 
 @contextlib.contextmanager
@@ -240,6 +252,30 @@ def test_interrupt_during_a_tool_call_cancels_it_and_ends_its_part_as_interrupte
     assert [e.event for e in lookups] == ["start"]  # cancelled: it never ended
     history = orjson.dumps(model.bodies[1]["messages"]).decode()
     assert history.index("call_look") < history.index("never mind")
+    for body in (first.content, second.content):
+        for major, verdict in real_clients.check(body).items():
+            assert verdict.ok, (major, verdict.fatal)
+
+
+def test_interrupt_while_the_model_is_being_called_ends_the_turn_at_once(
+    tmp_path: Path, redis_url: str, real_clients
+) -> None:
+    """Between steps the turn waits for the model's answer: an interrupt does not wait for it."""
+    with steer_world(tmp_path, redis_url, "--busy", "interrupt") as (model, cluster, _):
+        model.slow[2] = 8.0  # the model thinks long before step 2
+        a, b = (instance.base for instance in cluster.instances)
+        first = Stream(a, "s5", [user("u1", "order s5")])
+        first.start()
+        wait_for(lambda: model.asked(2), 20, "step 2 asked")
+        second = Stream(b, "s5", [user("u1", "order s5"), user("u2", "stop thinking")])
+        second.start()
+        first.join(30)
+        ended = time.monotonic()
+        second.join(30)
+    assert (first.status, second.status) == (200, 200)
+    assert ended - second.sent_at <= 1.0 + 0.5  # not the model's 8 s
+    assert first.chunks[-1]["messageMetadata"] == {"interruptedBy": "u2"}
+    assert _texts(first.chunks) == LOOKUP
     for body in (first.content, second.content):
         for major, verdict in real_clients.check(body).items():
             assert verdict.ok, (major, verdict.fatal)

@@ -125,10 +125,15 @@ class QueuedResponse:
                 return
             try:
                 run = await self.open_turn(seat)
-            except Exception as exc:
-                text = exc.client_message if isinstance(exc, GatewayError) else None
-                self.log.warning("busy.open_failed", error=type(exc).__name__, detail=str(exc))
-                await self._fail(send, text or GatewayError.client_message)
+            except Exception as exc:  # (the waiting response began: an error chunk now)
+                if isinstance(exc, GatewayError):
+                    self.log.warning(
+                        "busy.open_failed", error=type(exc).__name__, detail=exc.detail
+                    )
+                    await self._fail(send, exc.client_message)
+                else:  # a bug of ours: the detail goes to the log only
+                    self.log.error("busy.open_failed", exc_info=exc)
+                    await self._fail(send, GatewayError.client_message)
                 return
         except OSError:
             return  # the client went away during a send

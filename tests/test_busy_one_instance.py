@@ -353,3 +353,30 @@ async def running_answer(gw: str, session: str = "s") -> str:
                 if b'"messageId"' in seen and seen.endswith(b"\n\n"):
                     break
     return str(next(c for c in decode_sse(seen) if c["type"] == "start")["messageId"])
+
+
+async def test_over_the_websocket_transport_a_second_send_waits_its_turn() -> None:
+    """ai 7's WebSocketChatTransport: two sends on one socket, the second while the first's
+    answer runs — it waits (its position as transient chunks) and gets its answer."""
+    from tests.test_chat_socket import run_transport, ws_url
+
+    agent = Agent()
+    async with world(agent) as gw:
+        results = await run_transport(
+            ws_url(gw, "s"),
+            [
+                {"action": "send", "chatId": "chat1", "messages": [user("one")]},
+                {
+                    "action": "send",
+                    "chatId": "chat1",
+                    "messages": [user("one"), user("two")],
+                    "parallel": True,
+                },
+            ],
+        )
+    assert agent.order("prompt") == ["one", "two"]
+    assert agent.at("prompt", "two") >= agent.at("end", "one")
+    for text, result in zip(("one", "two"), results, strict=True):
+        assert result.get("failure") is None and result["finishReason"] == "stop", result
+        said = [p["text"] for p in result["message"]["parts"] if p["type"] == "text"]
+        assert said == [answer_text(text)]

@@ -24,6 +24,7 @@ from chunkbridge.translators.core.sse_codec import (
     KEEPALIVE_FRAME,
     STREAM_OPEN_FRAME,
     encode_chunk,
+    encode_chunks,
 )
 
 __all__ = ["QueuedResponse", "ResumeResponse", "TurnResponse", "wait_for_disconnect"]
@@ -85,6 +86,16 @@ class TurnResponse:
 
     async def __call__(self, scope: Any, receive: Any, send: Send) -> None:
         await _deliver(self.run, receive, send)
+
+
+def queue_chunk(position: int) -> dict[str, Any]:
+    """The transient ``data-queue`` part: a waiting request's position (0: it runs)."""
+    return {"type": "data-queue", "data": {"position": position}, "transient": True}
+
+
+def error_ending_chunks(text: str) -> list[dict[str, Any]]:
+    """How a request that waited ends without its turn: ``error`` + ``finish``."""
+    return [{"type": "error", "errorText": text}, {"type": "finish", "finishReason": "error"}]
 
 
 class QueuedResponse:
@@ -156,8 +167,7 @@ class QueuedResponse:
 
     async def _wait(self, write: Callable[[bytes], Awaitable[None]]) -> None:
         async def say(position: int) -> None:
-            data = {"type": "data-queue", "data": {"position": position}, "transient": True}
-            await write(encode_chunk(data))
+            await write(encode_chunk(queue_chunk(position)))
 
         async def keepalive() -> None:
             await write(KEEPALIVE_FRAME)
@@ -168,9 +178,7 @@ class QueuedResponse:
 
     @staticmethod
     async def _fail(send: Send, text: str) -> None:
-        error = encode_chunk({"type": "error", "errorText": text})
-        finish = encode_chunk({"type": "finish", "finishReason": "error"})
-        body = error + finish + DONE_FRAME
+        body = encode_chunks(error_ending_chunks(text)) + DONE_FRAME
         await send({"type": "http.response.body", "body": body, "more_body": False})
 
 

@@ -167,7 +167,7 @@ class Queued:
                 await self.leave()
                 return None
             if now >= nudge:  # (the turn it waits for may have begun since)
-                await self._interrupt()
+                await self.interrupt_running()
                 nudge = now + INTERRUPT_AGAIN
             if now >= beat:
                 await keepalive()
@@ -179,7 +179,8 @@ class Queued:
         with contextlib.suppress(StoreUnavailable):
             await self.gateway.line.leave(self.key[0], self.waiter.member)
 
-    async def _interrupt(self) -> None:
+    async def interrupt_running(self) -> None:
+        """``interrupt``: the session's running turns are stopped, on any instance."""
         resume = self.gateway.stores.resume
         if resume is not None:
             with contextlib.suppress(Exception):  # (Redis away: the turn ends on its own)
@@ -225,7 +226,7 @@ async def line_up(
         gateway.log.info("busy.steer_as_queue", session_id=session_id[:128], reason="no loop")
     queued = Queued(gateway, key, waiter, entry.position, uuid.uuid4().hex)
     if kind is WaitKind.INTERRUPT:
-        await queued._interrupt()
+        await queued.interrupt_running()
     return queued
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -90,6 +91,14 @@ def queue_positions(chunks: list[dict[str, Any]]) -> list[int]:
     return [c["data"]["position"] for c in chunks if c["type"] == "data-queue"]
 
 
+async def busy_counts(gw: str) -> dict[str, float]:
+    """``chunkbridge_busy_total`` by event, from the gateway's ``/metrics``."""
+    async with httpx.AsyncClient(timeout=10, trust_env=False) as client:
+        text = (await client.get(f"{gw}/metrics")).text
+    found = re.findall(r'^chunkbridge_busy_total\{event="(\w+)"\} (\S+)$', text, re.M)
+    return {event: float(value) for event, value in found}
+
+
 class Pending:
     """A POST read as its bytes come: a test waits for it to be in the line (:meth:`in_line`)
     instead of guessing how long that takes."""
@@ -158,6 +167,7 @@ async def test_a_full_line_and_what_never_waits_are_refused_before_any_stream() 
         regenerate = await send(gw, {**body(user("one")), "trigger": "regenerate-message"})
         edit = await send(gw, {**body(user("one")), "messageId": "u-one"})
         await asyncio.gather(first, waiting.task)
+        assert await busy_counts(gw) == {"queued": 1, "full": 1, "ran": 1}
     assert (full.status_code, full.headers["content-type"]) == (409, "text/plain; charset=utf-8")
     assert "too many messages wait" in full.text
     for refused in (regenerate, edit):  # today's 409: only a new user message waits
@@ -194,6 +204,7 @@ async def test_a_waiting_client_that_goes_away_leaves_the_line_and_the_next_move
         left_at = time.monotonic()
         await until(lambda: moved_up, 5)
         await asyncio.gather(first, three)
+        assert await busy_counts(gw) == {"queued": 2, "left": 1, "ran": 1}
     assert agent.order("prompt") == ["one", "three"]  # the one that left never ran
     assert moved_up[0] - left_at <= 0.5 + 1.0
     assert text_of(decode_sse(bodies["three"])) == answer_text("three")
@@ -210,6 +221,7 @@ async def test_a_message_that_waits_longer_than_queue_timeout_ends_with_an_error
         late = await send(gw, body(user("one"), user("two")))
         waited = time.monotonic() - started
         await first
+        assert await busy_counts(gw) == {"queued": 1, "timeout": 1}
     assert late.status_code == 200 and 0.6 <= waited < 2.5
     chunks = decode_sse(late.content)
     assert [c["type"] for c in chunks][-2:] == ["error", "finish"]
@@ -335,6 +347,7 @@ async def test_expected_turn_id_must_be_the_chats_newest_answer_running_or_ended
         assert decode_sse((await first).content)[0]["messageId"] == running
         after = await send(gw, {**body(user("one"), user("three")), "expectedTurnId": running})
         unsent = await send(gw, body(user("one"), user("four")))  # no field: no guard
+        assert (await busy_counts(gw))["stale"] == 2
     assert fresh.status_code == 200
     newest = decode_sse(fresh.content)[0]["messageId"]
     assert after.status_code == 409  # "two" answered since: the client has not seen it

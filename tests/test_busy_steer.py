@@ -145,7 +145,10 @@ def test_a_message_sent_during_a_tool_call_steers_the_loop_at_the_step_boundary(
         second.start()
         first.join(30)
         second.join(30)
+        counted = [httpx.get(base + "/metrics", trust_env=False).text for base in (a, b)]
     assert (first.status, second.status) == (200, 200)
+    assert 'chunkbridge_busy_total{event="steered"} 1.0' in counted[0]
+    assert 'chunkbridge_busy_total{event="ran"} 1.0' in counted[1]
     # the first stream: step 1 and its tool result, then the boundary
     finish = first.chunks[-1]
     assert finish["type"] == "finish" and finish["messageMetadata"]["steeredBy"] == "u2"

@@ -128,6 +128,7 @@ class QueuedResponse:
             await write(encode_chunk({"type": "start", "messageId": queued.message_id}))
             if not await until_first(self._wait(write), wait_for_disconnect(receive)):
                 self.log.info("busy.left", position=queued.position)
+                queued.gateway.metrics.busy.labels("left").inc()
                 return  # the client went away
             seat, self._seat = self._seat, None
             if seat is None:

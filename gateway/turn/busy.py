@@ -32,6 +32,7 @@ from typing import Any, Protocol
 
 from chunkbridge.gateway.config import GatewayConfig
 from chunkbridge.gateway.errors import QueueFull, ServiceUnavailable, StaleTurn
+from chunkbridge.gateway.metrics import Metrics
 from chunkbridge.gateway.stores import Stores, StoreUnavailable
 from chunkbridge.gateway.stores.base import Key, Line
 from chunkbridge.gateway.stores.line import (
@@ -84,6 +85,7 @@ class BusyGateway(Protocol):
     stored_history: bool
     #: The instance stops (SIGTERM): nothing more is let in.
     draining: bool
+    metrics: Metrics
 
     @property
     def steerable(self) -> bool: ...
@@ -117,6 +119,7 @@ async def check_stale(gateway: BusyGateway, request: ChatRequest, session_id: st
         gateway.log.warning("busy.answer_unknown", error=str(exc)[:200])
         return
     if noted is not None and noted[0] != expected:
+        gateway.metrics.busy.labels("stale").inc()
         raise StaleTurn(detail=f"expected {expected[:64]}, newest {noted[0][:64]}")
 
 
@@ -156,6 +159,7 @@ class Queued:
                 raise ServiceUnavailable(0, detail="draining")  # (mid-stream: no header)
             entry = await line.take(session_id, member, limit)
             if isinstance(entry, Admitted):
+                self.gateway.metrics.busy.labels("ran").inc()
                 return seat_of(self.gateway, self.key, member)
             if isinstance(entry, Gone | Refused):
                 raise LostPlace("the request's place in the line lapsed")
@@ -164,6 +168,7 @@ class Queued:
                 await say(entry.position)
             now = loop.time()
             if now >= deadline:
+                self.gateway.metrics.busy.labels("timeout").inc()
                 await self.leave()
                 return None
             if now >= nudge:  # (the turn it waits for may have begun since)
@@ -176,6 +181,7 @@ class Queued:
             await line.changed(session_id, max(0.0, wake - now))
 
     async def leave(self) -> None:
+        """Out of the line (its client went away, it timed out, it ran: then a no-op)."""
         with contextlib.suppress(StoreUnavailable):
             await self.gateway.line.leave(self.key[0], self.waiter.member)
 
@@ -221,7 +227,9 @@ async def line_up(
     if isinstance(entry, Admitted):
         return seat_of(gateway, key, member)
     if not isinstance(entry, Waiting):
+        gateway.metrics.busy.labels("full").inc()
         raise QueueFull(detail=f"{config.queue_max} waiting")
+    gateway.metrics.busy.labels("queued").inc()
     if config.busy == "steer" and kind is WaitKind.QUEUE:
         gateway.log.info("busy.steer_as_queue", session_id=session_id[:128], reason="no loop")
     queued = Queued(gateway, key, waiter, entry.position, uuid.uuid4().hex)
@@ -245,6 +253,7 @@ def steer_hook(gateway: BusyGateway, key: Key) -> Callable[[], Awaitable[str | N
             return None
         if head is None or head.kind is not WaitKind.STEER or head.chat_id != key[1]:
             return None
+        gateway.metrics.busy.labels("steered").inc()
         return head.message_id
 
     return steered

@@ -329,7 +329,7 @@ class AgentDriver(TurnDriver):
             await asyncio.wait({opened, stopped}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             stopped.cancel()
-        if stopped.done() or not opened.done():
+        if self._stopped.is_set() or not opened.done():
             opened.cancel()
             await asyncio.wait({opened})
             if not opened.cancelled() and opened.exception() is None:

@@ -5,6 +5,8 @@ waiting message waited for, and the loop's ending when a message steers it."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -193,6 +195,19 @@ def test_busy_defaults_to_reject_and_needs_resume_otherwise() -> None:
     with pytest.raises(ConfigError) as info:
         load_config(busy="interrupt")
     assert "busy = interrupt" in str(info.value) and "resume" in str(info.value)
+
+
+def test_serve_refuses_to_start_with_a_busy_policy_and_resume_off() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "chunkbridge", "serve", "--dialect", "agent-ops-v2"]
+        + ["--busy", "steer", "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    said = done.stdout + done.stderr
+    assert "busy = steer" in said and "resume" in said, said
 
 
 # -- the answer waited for, the server's copy ----------------------------------------------------

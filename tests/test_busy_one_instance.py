@@ -142,6 +142,7 @@ async def test_messages_sent_during_a_turn_run_in_order_each_after_the_last_ende
     assert queue_positions(chunks[0]) == []
     assert queue_positions(chunks[1]) == [1, 0]  # 0: it runs
     assert queue_positions(chunks[2]) == [2, 1, 0]
+    assert b": keep-alive\n\n" in responses[2].content  # (keepalive_interval 0.3 s)
     for waited in chunks[1:]:
         starts = [c for c in waited if c["type"] == "start"]
         assert waited[0]["type"] == "start" and len({c["messageId"] for c in starts}) == 1
@@ -166,11 +167,13 @@ async def test_a_full_line_and_what_never_waits_are_refused_before_any_stream() 
         full = await send(gw, body(user("one"), user("three")))
         regenerate = await send(gw, {**body(user("one")), "trigger": "regenerate-message"})
         edit = await send(gw, {**body(user("one")), "messageId": "u-one"})
+        answered = {"id": "a0", "role": "assistant", "parts": [{"type": "text", "text": "hm"}]}
+        continuation = await send(gw, body(user("one"), answered))
         await asyncio.gather(first, waiting.task)
         assert await busy_counts(gw) == {"queued": 1, "full": 1, "ran": 1}
     assert (full.status_code, full.headers["content-type"]) == (409, "text/plain; charset=utf-8")
     assert "too many messages wait" in full.text
-    for refused in (regenerate, edit):  # today's 409: only a new user message waits
+    for refused in (regenerate, edit, continuation):  # today's 409: only a new message waits
         assert refused.status_code == 409 and "already answering" in refused.text
     assert agent.order("prompt") == ["one", "two"]
 

@@ -160,6 +160,15 @@ def chat_loop(
     return result
 
 
+def busy_chat(payload: dict[str, Any], timeout: float = 90) -> dict[str, Any]:
+    """A user who sends while the answer streams, with the real chat of ``payload["major"]``
+    (``busy_chat.mjs``: see it for the payload); ``{messages, status, error, requests,
+    bodies, errors}`` — ``bodies`` each response's bytes as the chat read them (base64)."""
+    result: dict[str, Any] = run_script("busy_chat.mjs", payload, timeout)
+    result["bodies"] = [base64.b64decode(b) for b in result["bodies"]]
+    return result
+
+
 class RealClients:
     """The pytest fixture's object: ``check(body)`` → ``{5: Verdict, 6: ..., 7: ...}``."""
 
@@ -204,3 +213,7 @@ class RealClients:
     ) -> dict[str, Any]:
         """:func:`chat_loop` off the event loop (the gateway under test runs on it)."""
         return await asyncio.to_thread(chat_loop, api, major, text, answers, auto, 90, apis)
+
+    async def busy_chat(self, **payload: Any) -> dict[str, Any]:
+        """:func:`busy_chat` off the event loop."""
+        return await asyncio.to_thread(busy_chat, payload)

@@ -108,10 +108,9 @@ return 1
 """
 
 
-#: A new log (KEYS[1]) owned by its producer (token ARGV[1], in KEYS[2]) for ARGV[2] ms — for a
-#: durable turn (ARGV[3] = '1') only where the owner key still holds its token. 1 when it is.
+#: A new log (KEYS[1]) owned by its producer (token ARGV[1], in KEYS[2]) for ARGV[2] ms. (A
+#: durable turn's hold does this itself: :mod:`~chunkbridge.gateway.stores.redis_takeover`.)
 _NEW_LOG = """
-if ARGV[3] == '1' and redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
 redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
 return 1
@@ -358,7 +357,9 @@ class RedisResumeStore:
     def begin(self, key: Key, turn: Stoppable) -> RedisChunkLog:
         log = RedisChunkLog(self, key)
         self._running[key] = (turn, log)
-        log.claimed = asyncio.get_running_loop().create_task(self._claim(key))
+        if not log.strict:  # (a durable turn's hold dropped the old log and owns the key;
+            # every write checks that it still does)
+            log.claimed = asyncio.get_running_loop().create_task(self._claim(key))
         return log
 
     def rejoin(self, key: Key, turn: Stoppable) -> RedisChunkLog:
@@ -378,22 +379,13 @@ class RedisResumeStore:
         return bodies
 
     async def _claim(self, key: Key) -> None:
-        """A new response replaces a finished one's log, and this instance owns it — a
-        durable turn's only while it still holds it (it may have been taken over while its
-        first model call was being made)."""
+        """A new response replaces a finished one's log, and this instance owns it."""
         base, log = _base(key), self._running.get(key, (None, None))[1]
-        strict = "1" if log is not None and log.strict else "0"
-        try:
-            owned = await self._new_log(
+        with contextlib.suppress(RedisError, OSError):
+            await self._new_log(
                 keys=[base + ":log", base + ":owner"],
-                args=[log.owner if log is not None else "", int(self.lease * 1000), strict],
+                args=[log.owner if log is not None else "", int(self.lease * 1000)],
             )
-        except (RedisError, OSError):
-            return
-        entry = self._running.get(key)
-        if not owned and entry is not None:
-            entry[1].refused = True
-            entry[0].lost()
 
     def finished(self, log: RedisChunkLog) -> None:
         """``log`` ended: its end goes to Redis in the background (a task held until done)."""

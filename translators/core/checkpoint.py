@@ -29,7 +29,7 @@ that dies at once is counted too), not here.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -62,6 +62,16 @@ class Intent:
 
     def ready(self) -> ReadyCall:
         return ReadyCall(self.call_id, self.name, self.input)
+
+    def to_dict(self) -> dict[str, Any]:
+        """As JSON (its input as it is: ``asdict`` would copy it deeply first)."""
+        return {
+            "call_id": self.call_id,
+            "name": self.name,
+            "input": self.input,
+            "replay": self.replay,
+            "key": self.key,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +128,7 @@ class Checkpoint:
                 "prefix": self.prefix,
                 "loop": self.loop,
                 "ended": self.ended,
-                "intents": [asdict(intent) for intent in self.intents],
+                "intents": [intent.to_dict() for intent in self.intents],
                 "sent": self.sent,
             }
         )

@@ -13,6 +13,9 @@ imports a dialect or the kit) and the dialects, which import the kit and the wir
   :meth:`~Translator.begin` and :meth:`~Translator.finish`, text and reasoning parts, questions)
   and the event checks (:func:`require_str`…);
 * what a turn carries in (:class:`TurnInput`: the request, the answered calls and approvals);
+* events given as objects by an in-process source (:func:`wire_dict`: an SDK's pydantic model
+  as the JSON it was read from; :func:`sdk_error`: the provider's error an SDK raised;
+  :meth:`Translator.read_object`, :meth:`Translator.read_error`);
 * building blocks for model APIs (indexed parts, streamed tool calls, usage) and the pieces
   every provider dialect shares (settings, history in steps, data URLs, a refusal's error).
 """
@@ -49,6 +52,7 @@ from chunkbridge.kit.events import (
     require_str,
 )
 from chunkbridge.kit.frames import FrameTemplates, TurnFrames, build_frames
+from chunkbridge.kit.objects import sdk_error, wire_dict
 from chunkbridge.kit.provider import (
     DataUrl,
     ProviderSettings,
@@ -138,8 +142,10 @@ __all__ = [
     "require_list",
     "require_str",
     "result_pieces",
+    "sdk_error",
     "steps_of",
     "system_prompt",
     "tool_name_of",
     "usage_metadata",
+    "wire_dict",
 ]

@@ -34,17 +34,21 @@ async def wait_for_disconnect(receive: Any) -> None:
             return
 
 
-async def _open(send: Send, request_id: str) -> None:
-    headers = [*_HEADERS, (b"x-request-id", request_id.encode())]
+async def _open(
+    send: Send, request_id: str, extra: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    headers = [*_HEADERS, (b"x-request-id", request_id.encode()), *(extra or ())]
     await send({"type": "http.response.start", "status": 200, "headers": headers})
     await send({"type": "http.response.body", "body": STREAM_OPEN_FRAME, "more_body": True})
 
 
 class TurnResponse:
-    """The SSE body of one turn: the run delivered through ASGI ``send``, then ``[DONE]``."""
+    """The SSE body of one turn: the run delivered through ASGI ``send``, then ``[DONE]``
+    (``headers``: more response headers, an app's own)."""
 
-    def __init__(self, run: TurnRun) -> None:
+    def __init__(self, run: TurnRun, headers: list[tuple[bytes, bytes]] | None = None) -> None:
         self.run = run
+        self.headers = headers
 
     async def __call__(self, scope: Any, receive: Any, send: Send) -> None:
         run = self.run
@@ -55,7 +59,7 @@ class TurnResponse:
             return send({"type": "http.response.body", "body": body, "more_body": True})
 
         try:
-            await _open(send, run.request_id)
+            await _open(send, run.request_id, self.headers)
             if await run.deliver(write, wait_for_disconnect(receive)):
                 await send({"type": "http.response.body", "body": DONE_FRAME, "more_body": False})
                 run.count_done_frame()

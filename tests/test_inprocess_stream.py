@@ -334,3 +334,35 @@ async def test_a_gateway_not_started_is_said_so(real_clients: Any) -> None:
         orjson.loads(orjson.dumps(response.text))
     ]
     assert all(v.ok for v in real_clients.check(body).values())
+
+
+async def test_a_librarys_own_event_models_read_with_their_defaults(real_clients: Any) -> None:
+    """pydantic-ai's AG-UI events — pydantic models made in code, whose ``type`` is a default,
+    camelCase by alias, an enum — streamed in-process with the ag-ui dialect."""
+    from pydantic_ai import Agent
+    from pydantic_ai.models.function import FunctionModel
+    from pydantic_ai.ui.ag_ui import AGUIAdapter
+
+    async def model(messages: Any, info: Any) -> AsyncIterator[str]:
+        for text in ("In ", "process", "."):
+            yield text
+
+    run_input = AGUIAdapter.build_run_input(
+        orjson.dumps(
+            {
+                "threadId": "t1",
+                "runId": "r1",
+                "messages": [{"id": "u1", "role": "user", "content": "hi"}],
+                "state": {},
+                "tools": [],
+                "context": [],
+                "forwardedProps": {},
+            }
+        )
+    )
+    adapter = AGUIAdapter(agent=Agent(FunctionModel(stream_function=model)), run_input=run_input)
+    body = await body_of(ui_stream(adapter.run_stream(), dialect="ag-ui", target=7))
+    chunks = decode_sse(body)
+    assert text_of(chunks) == "In process." and not of_type(chunks, "data-upstream-malformed")
+    for major, verdict in real_clients.check(body, majors=(7,)).items():
+        assert verdict.ok and verdict.finish_reason == "stop", (major, verdict.fatal)

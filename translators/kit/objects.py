@@ -2,12 +2,15 @@
 
 An app that runs its model's SDK in-process hands chunkbridge the SDK's event objects (the
 ``openai`` and ``anthropic`` packages' pydantic models: ``ChatCompletionChunk``,
-``RawContentBlockDeltaEvent``…), not JSON. Each was built from the provider's JSON: the fields
-that JSON had are the model's ``model_fields_set`` (by their aliases), the keys the SDK has no
-field for its ``model_extra``. :func:`wire_dict` gives that JSON back as a dict without
-pydantic's serializer — ``model_dump`` costs several microseconds per event and adds, as
-``None``, every field the event did not have — so a translator reads exactly what the provider
-sent over HTTP, through the same handlers and the same hot path.
+``RawContentBlockDeltaEvent``…; a library's own, such as the AG-UI events pydantic-ai makes),
+not JSON. An SDK's were built from the provider's JSON: the fields that JSON had are the
+model's ``model_fields_set`` (by their aliases), the keys the SDK has no field for its
+``model_extra``. :func:`wire_dict` gives that JSON back as a dict without pydantic's serializer —
+``model_dump`` costs several microseconds per event and adds, as ``None``, every field the
+event did not have — so a translator reads exactly what the provider sent over HTTP, through
+the same handlers and the same hot path. A model made in code says what it is with its
+defaults too (an event's ``type``): every field that is not ``None`` is read as well, which is
+what such a library sends over the wire (its JSON leaves ``None`` out).
 
 Such an SDK raises where the provider's stream said ``error`` (or refused the request):
 :func:`sdk_error` reads the provider's error object back out of the exception, so the
@@ -16,6 +19,7 @@ translator ends the turn with the provider's own message, as the gateway does.
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Any
 
 from pydantic import BaseModel
@@ -24,30 +28,42 @@ __all__ = ["sdk_error", "wire_dict"]
 
 #: Values that are JSON already (no copy needed).
 _PLAIN = frozenset({str, int, float, bool, type(None)})
-#: A model class → its fields whose JSON key differs from their name (most have none).
-_ALIASES: dict[type, dict[str, str]] = {}
+#: A model class → how it is read: its fields whose JSON key differs from their name (most
+#: have none), and those whose default is not ``None`` (read when not given).
+_PLANS: dict[type, tuple[dict[str, str], frozenset[str]]] = {}
+#: A value's type → whether it is a pydantic model (``isinstance`` on one costs more).
+_MODELS: dict[type, bool] = {}
 
 
-def _aliases(cls: type[BaseModel]) -> dict[str, str]:
-    table = _ALIASES.get(cls)
-    if table is None:
-        fields = cls.model_fields
-        table = {name: f.alias for name, f in fields.items() if f.alias and f.alias != name}
-        _ALIASES[cls] = table
-    return table
+def _plan(cls: type[BaseModel]) -> tuple[dict[str, str], frozenset[str]]:
+    fields = cls.model_fields
+    aliases = {name: f.alias for name, f in fields.items() if f.alias and f.alias != name}
+    defaulted = frozenset(
+        name
+        for name, f in fields.items()
+        if f.default_factory is not None or (f.default is not None and not f.is_required())
+    )
+    _PLANS[cls] = plan = (aliases, defaulted)
+    return plan
 
 
 def wire_dict(model: BaseModel) -> dict[str, Any]:
-    """``model`` as the JSON object it was read from: the fields it was given (nested models
-    likewise) and its extra keys; not the fields left at their defaults."""
-    given = model.__pydantic_fields_set__
-    aliases = _aliases(type(model))
+    """``model`` as the JSON object it was read from: the fields it was given and those whose
+    default is not ``None`` (nested models likewise; enums as their values), and its extra
+    keys."""
+    plan = _PLANS.get(type(model))
+    aliases, defaulted = plan if plan is not None else _plan(type(model))
+    names = model.__pydantic_fields_set__
+    if defaulted:
+        names = names | defaulted
+    plain = _PLAIN
     out: dict[str, Any] = {}
-    for name, value in model.__dict__.items():
-        if name in given:
-            out[aliases.get(name, name) if aliases else name] = (
-                value if type(value) in _PLAIN else _wire(value)
-            )
+    for name, value in model.__dict__.items():  # (in the fields' order: the same every time)
+        if name not in names:
+            continue
+        if type(value) not in plain:
+            value = _wire(value)
+        out[aliases.get(name, name) if aliases else name] = value
     extra = model.__pydantic_extra__
     if extra:
         for key, value in extra.items():
@@ -60,11 +76,16 @@ def _wire(value: Any) -> Any:
     if kind in _PLAIN:
         return value
     if kind is list:
-        return [_wire(item) for item in value]
+        return [item if type(item) in _PLAIN else _wire(item) for item in value]
     if kind is dict:
         return {key: _wire(item) for key, item in value.items()}
-    if isinstance(value, BaseModel):
+    model = _MODELS.get(kind)
+    if model is None:
+        model = _MODELS[kind] = issubclass(kind, BaseModel)
+    if model:
         return wire_dict(value)
+    if isinstance(value, Enum):
+        return value.value
     return value
 
 

@@ -105,6 +105,8 @@ class UIStreamResponse(Response):
             await refusal(_refused(self.stream, exc, started))(scope, receive, send)
             return
         await TurnResponse(run, self._extra)(scope, receive, send)
+        if self.background is not None:  # (FastAPI's background tasks: after the answer)
+            await self.background()
 
 
 def _refused(stream: AppStream, exc: GatewayError, started: float) -> GatewayError:

@@ -52,7 +52,7 @@ from chunkbridge.kit.events import (
     require_str,
 )
 from chunkbridge.kit.frames import FrameTemplates, TurnFrames, build_frames
-from chunkbridge.kit.objects import sdk_error, wire_dict
+from chunkbridge.kit.objects import field_of, read_model, sdk_error, wire_dict
 from chunkbridge.kit.provider import (
     DataUrl,
     ProviderSettings,
@@ -128,6 +128,7 @@ __all__ = [
     "content_pieces",
     "counter_ids",
     "error_message",
+    "field_of",
     "flat_text_delta",
     "is_answered",
     "join_surrogates",
@@ -140,6 +141,7 @@ __all__ = [
     "provider_metadata",
     "require_dict",
     "require_list",
+    "read_model",
     "require_str",
     "result_pieces",
     "sdk_error",

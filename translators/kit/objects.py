@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ["sdk_error", "wire_dict"]
+__all__ = ["field_of", "read_model", "sdk_error", "wire_dict"]
 
 #: Values that are JSON already (no copy needed).
 _PLAIN = frozenset({str, int, float, bool, type(None)})
@@ -69,6 +69,22 @@ def wire_dict(model: BaseModel) -> dict[str, Any]:
         for key, value in extra.items():
             out[key] = _wire(value)
     return out
+
+
+def read_model(value: Any) -> dict[str, Any] | None:
+    """``value`` as :func:`wire_dict` reads it when it is a pydantic model, else ``None``."""
+    kind = type(value)
+    model = _MODELS.get(kind)
+    if model is None:
+        model = _MODELS[kind] = isinstance(kind, type) and issubclass(kind, BaseModel)
+    return wire_dict(value) if model else None
+
+
+def field_of(value: Any, name: str) -> Any:
+    """The field ``name`` of an event object, ``None`` when it has none — without the
+    exception a pydantic model's missing attribute costs."""
+    fields = getattr(value, "__dict__", None)
+    return fields.get(name) if type(fields) is dict else None
 
 
 def _wire(value: Any) -> Any:

@@ -35,10 +35,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, ClassVar
 
-from pydantic import BaseModel
-
 from chunkbridge.kit.events import MalformedEvent, preview
-from chunkbridge.kit.objects import wire_dict
+from chunkbridge.kit.objects import read_model
 from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL
 from chunkbridge.protocol_specs.ui_message_stream import DATA_PREFIX
 from chunkbridge.translators.core.closing import CloseReason, CloseRequest, DeferredClose
@@ -152,9 +150,8 @@ class Translator:
         that says nothing new (a dialect overrides this to say which); ``None`` for anything
         else, which is then malformed. A dialect whose library's events are not pydantic
         models reads them here, or returns ``[event]`` and dispatches on them itself."""
-        if isinstance(event, BaseModel):
-            return [wire_dict(event)]
-        return None
+        read = read_model(event)
+        return None if read is None else [read]
 
     def read_error(self, error: Exception) -> Sequence[Any] | None:
         """An exception an in-process source raised, as the events it stands for: a dialect

@@ -17,6 +17,7 @@ from chunkbridge.kit import (
     Translator,
     TranslatorOptions,
     error_message,
+    field_of,
     json_text,
     optional_str,
     require_dict,
@@ -71,7 +72,8 @@ class AnthropicMessagesTranslator(Translator):
         """The ``anthropic`` SDK's raw events as their JSON; the events its
         ``messages.stream()`` helper adds (``text``, ``input_json``…: a raw delta again, with
         the text so far) are skipped."""
-        if getattr(event, "type", None) in SDK_HELPER_EVENTS:
+        kind = field_of(event, "type")
+        if type(kind) is str and kind in SDK_HELPER_EVENTS:
             self.stats["sdk-helper-event"] += 1
             return []
         return super().read_object(event)

@@ -17,6 +17,7 @@ from chunkbridge.kit import (
     TranslatorOptions,
     content_pieces,
     error_message,
+    field_of,
     require_dict,
     require_list,
     sdk_error,
@@ -66,10 +67,10 @@ class OpenAIChatTranslator(Translator):
         """The ``openai`` SDK's chunks (``ChatCompletionChunk``) as their JSON; of its
         ``chat.completions.stream()`` helper's events, the raw chunk each ``chunk`` event
         carries (the others repeat it: skipped)."""
-        kind = getattr(event, "type", None)
-        if kind == SDK_CHUNK_EVENT and hasattr(event, "chunk"):
+        kind = field_of(event, "type")
+        if kind == SDK_CHUNK_EVENT and field_of(event, "chunk") is not None:
             return super().read_object(event.chunk)
-        if kind in SDK_HELPER_EVENTS:
+        if type(kind) is str and kind in SDK_HELPER_EVENTS:
             self.stats["sdk-helper-event"] += 1
             return []
         return super().read_object(event)

@@ -191,6 +191,19 @@ class GatewayConfig(BaseModel):
     max_turns_per_session: int = Field(
         1, ge=1, description="concurrent turns per session id (409 beyond)"
     )
+    busy: Literal["reject", "queue", "interrupt", "steer"] = Field(
+        "reject",
+        description="a new user message sent to a session whose turn runs (on any instance): "
+        "reject (409), queue (it waits its turn), interrupt (the running turn is stopped, then "
+        "it runs) or steer (it joins a loop turn at its next step boundary; else it waits); "
+        "anything but reject needs resume = memory or redis",
+    )
+    queue_max: int = Field(
+        4, ge=1, description="busy: messages waiting per session at most (409 beyond)"
+    )
+    queue_timeout: float = Field(
+        300.0, gt=0, description="busy: seconds a message waits at most (then error + finish)"
+    )
     upstream_retries: int = Field(
         3, ge=0, le=10, description="HTTP upstreams: retries of 429/5xx before the first byte"
     )
@@ -271,6 +284,12 @@ class GatewayConfig(BaseModel):
             )
         if self.reset_step and self.target != 7:
             raise ValueError("reset_step needs target = 7 (reset-step is in ai 7.0.70 and later)")
+        if self.busy != "reject" and self.resume == "off":
+            # the waiting requests and the turns' stops are the resume store's
+            raise ValueError(
+                f"busy = {self.busy} needs resume = memory or redis (resume = off allows only "
+                "busy = reject)"
+            )
         if self.keepalive_interval >= self.idle_timeout:
             raise ValueError("keepalive_interval must be shorter than idle_timeout")
         if self.jwt_key_file is not None:

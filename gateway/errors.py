@@ -10,7 +10,9 @@ the response has gone out) and ``client_message`` (short text the AI SDK shows t
     │   ├── PayloadTooLarge           413
     │   ├── Unauthorized              401  the client's own credentials are missing or wrong
     │   ├── Forbidden                 403
-    │   └── TurnInProgress            409  the session already has an active turn
+    │   ├── TurnInProgress            409  the session already has an active turn
+    │   ├── QueueFull                 409  busy: queue_max messages wait already
+    │   └── StaleTurn                 409  expectedTurnId is not the chat's newest answer
     ├── ServiceUnavailable            503  draining for a restart (with Retry-After)
     └── UpstreamError                 the upstream failed (remote blame)
         ├── UpstreamUnavailable       502  refused, unreachable, handshake rejected
@@ -32,10 +34,12 @@ __all__ = [
     "ChatFull",
     "StoreDown",
     "ServiceUnavailable",
+    "StaleTurn",
     "Forbidden",
     "GatewayError",
     "NotFound",
     "PayloadTooLarge",
+    "QueueFull",
     "RequestError",
     "TurnInProgress",
     "Unauthorized",
@@ -102,6 +106,21 @@ class NotFound(RequestError):
 class TurnInProgress(RequestError):
     status_hint = 409
     client_message = "This session is already answering; wait for it or stop it first."
+
+
+class QueueFull(TurnInProgress):
+    client_message = (
+        "This session is answering and too many messages wait already; send yours once an "
+        "answer has come."
+    )
+
+
+class StaleTurn(RequestError):
+    status_hint = 409
+    client_message = (
+        "This chat has an answer you have not seen yet; the message was not sent. Reload the "
+        "chat and send it again."
+    )
 
 
 class ChatFull(RequestError):

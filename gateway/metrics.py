@@ -112,6 +112,15 @@ class Metrics:
             "Durable turns ended with an error after max_recoveries takeovers at one point",
             registry=registry,
         )
+        self.busy = Counter(
+            "chunkbridge_busy",
+            "New user messages sent to a busy session (busy): queued, refused (full: queue_max "
+            "wait already; stale: expectedTurnId is not the newest answer), then what became "
+            "of the queued — ran, timeout, left (the client went away), steered (one steered "
+            "the running loop turn)",
+            ["event"],
+            registry=registry,
+        )
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -17,6 +17,7 @@ from chunkbridge.gateway.logging import get_logger
 from chunkbridge.gateway.metrics import Metrics
 from chunkbridge.gateway.registry import UnknownDialect, get_dialect, registry
 from chunkbridge.gateway.stores import StoreUnavailable, open_stores
+from chunkbridge.gateway.stores.base import Line
 from chunkbridge.gateway.stores.redis_resume import RedisResumeStore
 from chunkbridge.gateway.stores.writer import StoreWriter
 from chunkbridge.gateway.telemetry import NO_TRACE, NoTrace, Telemetry, TurnTrace
@@ -24,11 +25,13 @@ from chunkbridge.gateway.telemetry_sdk import install_sdk
 from chunkbridge.gateway.tools import ToolSources
 from chunkbridge.gateway.transports.connectors import Connector, connector_for
 from chunkbridge.gateway.transports.tls import client_tls
+from chunkbridge.gateway.turn import busy
 from chunkbridge.gateway.turn.agent_setup import AgentSetup, agent_setup
+from chunkbridge.gateway.turn.busy import Queued
 from chunkbridge.gateway.turn.driver import DriverSettings
 from chunkbridge.gateway.turn.durable import DurableDriver, DurableServices, FaultPlan
 from chunkbridge.gateway.turn.opening import admit, assemble, connect, delivered
-from chunkbridge.gateway.turn.run import OpenTurns, RunServices, TurnRun
+from chunkbridge.gateway.turn.run import OpenTurns, RunServices, Seat, TurnRun
 from chunkbridge.gateway.turn.sampling import Sampled, Sampler
 from chunkbridge.gateway.turn.takeover import Recoverer
 from chunkbridge.kit import (
@@ -97,6 +100,9 @@ class Gateway:
             config, self.log, on_skipped=self.metrics.transcript_rows_skipped.inc
         )
         stores = self.stores
+        #: The sessions' lines (``busy``) and answers: every instance's with ``resume =
+        #: redis``, else this process's (its turn count).
+        self.line: Line = stores.line if stores.line is not None else self.turns.lines
         #: The store's writes, behind the turns (``store`` on): transcripts, checkpoints.
         self.store_writer = (
             None
@@ -269,6 +275,11 @@ class Gateway:
                 )
 
     @property
+    def steerable(self) -> bool:
+        """A new message can steer the running turns (``busy = steer``): loop turns."""
+        return self.agent is not None
+
+    @property
     def approval_secret(self) -> str | None:
         """What approvals are signed with: ``approval_secret``; with gateway tools that ask,
         a key of this process when none is set."""
@@ -338,6 +349,36 @@ class Gateway:
         if left:
             await self.turns.drain(1.0)
 
+    async def line_up(self, chat_request: ChatRequest, session_id: str) -> Seat | Queued | None:
+        """Before a turn opens: the stale guard (``expectedTurnId``), then, under a ``busy``
+        policy other than ``reject``, a new user message's place in its session's line — a
+        seat (it runs now), :class:`Queued` (it waits), or ``None`` (today's path). Raises
+        (409) before anything is streamed."""
+        await busy.check_stale(self, chat_request, session_id)
+        return await busy.line_up(self, chat_request, session_id)
+
+    async def open_queued(
+        self,
+        queued: Queued,
+        seat: Seat,
+        chat_request: ChatRequest,
+        forward: dict[str, str],
+        request_id: str,
+        started: float,
+        log: Any,
+    ) -> TurnRun:
+        """The turn of a request that waited (:meth:`line_up`) and now holds ``seat``: the
+        answer it waited for taken from the server (see :mod:`~chunkbridge.gateway.turn.busy`),
+        then :meth:`open_turn`."""
+        try:
+            chat_request = await busy.with_previous_answer(self, chat_request, queued)
+        except BaseException:
+            await seat.free()
+            raise
+        return await self.open_turn(
+            chat_request, queued.key[0], forward, request_id, started, log, seat, queued.run_id
+        )
+
     async def open_turn(
         self,
         chat_request: ChatRequest,
@@ -346,15 +387,18 @@ class Gateway:
         request_id: str,
         started: float,
         log: Any,
+        seat: Seat | None = None,
+        run_id: str | None = None,
     ) -> TurnRun:
         """Start one turn upstream (:mod:`chunkbridge.gateway.turn.opening`: admit, connect,
         assemble). Raises before anything is streamed (the caller answers the error); the
-        :class:`TurnRun` it returns owns the turn from here."""
+        :class:`TurnRun` it returns owns the turn from here. ``seat``: the session's turn the
+        request holds already (its line admitted it), ``run_id`` its answer's id."""
         trace: TurnTrace | NoTrace = NO_TRACE
         if self.telemetry is not None:
             trace = self.telemetry.turn(session_id, request_id)
         try:
-            admission = await admit(self, chat_request, session_id, trace)
+            admission = await admit(self, chat_request, session_id, trace, seat, run_id)
         except BaseException as exc:
             trace.failed(exc)
             raise

@@ -137,9 +137,6 @@ AI_SDK_DIFFERENCES: Final[dict[str, str]] = {
     "(message id, model, raw usage) to every message, which the app then stores and sends back "
     "in every later request. We put the model in `start.messageMetadata` and the usage in "
     "`finish.messageMetadata`, which ai 5, 6 and 7 all keep, and add no part.",
-    "provider-tool-input-kept": "for `code_execution` the AI SDK rewrites the call's input into "
-    "its own schema (adds `type: programmatic-tool-call`); we keep the input Anthropic sent, "
-    "which is also what has to go back in the history.",
     "server-tool-error-text": "a server tool's error result: the AI SDK's `errorText` is its JSON "
     "(`{type, errorCode}`); ours is Anthropic's `error_code` itself (`url_not_accessible`), "
     "which is what a user can read.",
@@ -159,10 +156,6 @@ AI_SDK_DIFFERENCES: Final[dict[str, str]] = {
     "AI SDK emits a `source-document` part only for documents in its own prompt; a gateway sees "
     "the citation alone and emits one from it (title from `document_title`). Both carry the "
     "citation in `text-end` for ai 7.",
-    "ai-sdk-rejects-real-stream": "a follow-up response carrying the result of a server tool "
-    "that waited on the app's tools (programmatic tool calling, deferred tool search): the AI "
-    "SDK's stream fails on a result for a call it did not see; chunkbridge shows the answer "
-    "(the result lands on the waiting part when the history holds it, else as a data part).",
 }
 
 

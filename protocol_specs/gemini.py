@@ -106,10 +106,6 @@ AI_SDK_DIFFERENCES: Final[dict[str, str]] = {
     "truncation-is-an-error": "the body ends without a `finishReason`: the AI SDK finishes with "
     "`interrupted`, which the user cannot tell from a complete answer; we send an `error` chunk "
     "that says the answer was cut off.",
-    "provider-tools-not-dynamic": "code execution (run by Google): the AI SDK makes it a "
-    "`dynamic-tool` part because the app declared no such tool; we keep `tool-code_execution` "
-    "with `providerExecuted`, as for the other providers' server tools, so an app renders every "
-    "provider-run tool the same way.",
     "text-split-at-provider-tools": "text after a code execution: the AI SDK appends it to the "
     "text part from before the tool call (the user reads the result's explanation above the "
     "code); we end the text part at the tool call and start a new one after it, in stream order.",

@@ -130,9 +130,6 @@ USAGE_FIELDS: Final[dict[str, tuple[str, ...]]] = {
 #: Where chunkbridge and ``@ai-sdk/openai`` (Responses) + ``streamText`` + ``toUIMessageStream``
 #: end with different ``UIMessage``\\s for the same stream (tests/test_provider_differential.py).
 AI_SDK_DIFFERENCES: Final[dict[str, str]] = {
-    "provider-tools-not-dynamic": "OpenAI's hosted tools (file search, image generation) the "
-    "app did not declare to `streamText`: the AI SDK shows them as `dynamic-tool`; ours are "
-    "`tool-<name>` parts, as every provider-run tool, declared or not.",
     "raw-reasoning-text-kept": "`reasoning_text.delta` (raw reasoning, as LM Studio streams it): "
     "the AI SDK's provider reads only reasoning summaries and leaves the part empty; ours shows "
     "the text.",
@@ -141,18 +138,22 @@ AI_SDK_DIFFERENCES: Final[dict[str, str]] = {
     "is the status as JSON, ours a sentence naming it.",
     "app-run-tools-finish-tool-calls": "a shell command (`shell_call` without a hosted "
     "environment), a `local_shell_call` or a client-side `tool_search_call` waits for the app "
-    "to run it: ours finishes `tool-calls`, the AI SDK's provider `stop` (it counts only "
-    "function, custom, computer and patch calls), which tells an agent loop there is nothing "
-    "to run.",
+    "to run it: ours finishes `tool-calls`, the AI SDK's provider `stop`. A `useChat` client "
+    "answers and continues either way (`sendAutomaticallyWhen`'s helpers read the message's "
+    "parts, never the finish reason), so the reason is what the app itself reads — "
+    "`onFinish({finishReason})`, the message metadata, an agent loop — and there `stop` says "
+    "the answer is complete while a call waits for the app. The AI SDK's provider counts "
+    "function, custom, computer and patch calls, app-run tools like these, as `tool-calls`; "
+    "leaving these three out is its omission.",
     "ai-sdk-rejects-real-stream": "real streams the AI SDK's provider fails on: xAI's "
     "`url_citation` annotations without `start_index`/`end_index`/`title` (the provider's "
-    "strict schema ends the stream with `Type validation failed`), and a follow-up response "
-    "carrying a `program_output` for the previous response's program (nothing shown). "
-    "chunkbridge keeps the answer, its sources and the result.",
+    "strict schema ends the stream with `Type validation failed`). chunkbridge keeps the "
+    "answer and its sources.",
     "mcp-call-on-approval-part": "an `mcp_call` made after an approval (`approval_request_id`) "
-    "is the approval's tool call: we give it the approval's id, so its output lands on the "
-    "part the user approved; the AI SDK maps it the same way only through the prompt's "
-    "provider options, and falls back to the item id (a second part) without them.",
+    "is the call the user approved: we give it the approval's id, so its output lands on the "
+    "approved part. The AI SDK shows it as a second part (the item id), also when the "
+    "continuation carries the approval, and leaves the approved part `approval-responded`, "
+    "waiting forever.",
     "error-closes-parts": "`response.failed` or an `error` event mid-stream: the AI SDK leaves "
     "the open text part `streaming` forever; we end open parts before the `error` chunk (the "
     "closing discipline), and the error text keeps OpenAI's code (`server_error: …`).",
@@ -175,9 +176,17 @@ AI_SDK_DIFFERENCES: Final[dict[str, str]] = {
 AI_SDK_REQUEST_DIFFERENCES: Final[dict[str, str]] = {
     "empty-text-not-sent": "a message item that streamed no text (beside an image generation "
     "call): the AI SDK sends an assistant message with empty content; we send nothing.",
-    "hosted-result-item-id": "a hosted tool search's `tool_search_output`: the AI SDK sends the "
-    "output item's own id, which the UI part keeps only as result metadata; ours goes without "
-    "an id (optional in the API's input).",
+    "approval-request-by-reference": "the continuation that carries the user's decision on an "
+    "MCP approval: ours refers to the approval request OpenAI keeps (`item_reference`, as the "
+    "AI SDK does with the API's default `store`) before the `mcp_approval_response`; the AI "
+    "SDK with `store: false` sends the response alone, and after a denial a "
+    "`function_call_output` for the approval's id as well, which no function call in the "
+    "input has.",
+    "decided-approval-sent-once": "an MCP approval the user decided in an earlier request: the "
+    "AI SDK sends its `mcp_approval_response` again with every later request, before the "
+    "assistant's items and without the approval request it answers (which `store: false` "
+    "does not keep); chunkbridge sends the decision once, in the continuation that carries "
+    "it, after which the call's result and the text that followed stand for it.",
 }
 
 

@@ -32,15 +32,19 @@ item                        tool name   input                            output
 ``file_search_call``        file_search ``{}``                           ``{queries, results:
                                                                          [{attributes, fileId,
                                                                          filename, score, text}]}``
-``program``                 programma-  ``{code, fingerprint}``          ``program_output``:
-                            tic_tool_                                    ``{result, status}``
-                            calling
+``program``                 program     ``{code, fingerprint}``          ``program_output``:
+                                                                         ``{result, status}``
 ==========================  ==========  ===============================  ==========================
 
-The app-run calls and hosted results are keyed by the item's ``call_id`` (what the app answers
-with); hosted ones without a ``call_id`` by the item id. The mapping both ways is the dialect's
-(``translators/dialects/openai_responses/``: ``tools.py`` for the stream, ``tool_history.py``
-for the items the history's tool parts become again).
+A tool is named as the stream names it: the item's type without ``_call`` (the program tool,
+declared as ``programmatic_tool_calling``, is ``program``, as its items are); the deployment's
+``tool_names`` gives a tool the name the app knows it by, in the stream and back. The app-run
+calls and hosted results are keyed by the item's ``call_id`` (what the app answers with); hosted
+ones without a ``call_id`` by the item id. A program's ``program_output`` comes in the response
+to the continuation that answered the calls it made: it lands on the program's part, which that
+continuation sent back waiting (``program`` without its output). The mapping both ways is the
+dialect's (``translators/dialects/openai_responses/``: ``tools.py`` for the stream,
+``tool_history.py`` for the items the history's tool parts become again).
 """
 
 from __future__ import annotations
@@ -60,10 +64,9 @@ HOSTED_ENVIRONMENTS: Final = frozenset(
     {"container_auto", "container_reference", "containerAuto", "containerReference"}
 )
 
-#: Tool names that are not the item type without its ``_call`` suffix.
+#: The tool of a result item (the others' is their type without its ``_call`` suffix).
 TOOL_NAMES: Final[dict[str, str]] = {
-    "program": "programmatic_tool_calling",
-    "program_output": "programmatic_tool_calling",
+    "program_output": "program",
     "shell_call_output": "shell",
     "tool_search_output": "tool_search",
 }

@@ -11,12 +11,14 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import orjson
 import uvicorn
 from starlette.applications import Starlette
+from starlette.requests import Request as HttpRequest
 from starlette.responses import StreamingResponse
 from starlette.routing import Route
 from websockets.asyncio.server import ServerConnection, serve
@@ -226,6 +228,22 @@ def sse_response(payloads: Iterable[bytes], pause: float) -> StreamingResponse:
             await asyncio.sleep(pause)
 
     return StreamingResponse(body(), media_type="text/event-stream")
+
+
+class RecordedRun:
+    """A provider that answers each request with the next response of a recorded run (one
+    ``.jsonl`` recording per response), keeping the requests it got."""
+
+    def __init__(self, *recordings: Path) -> None:
+        self.responses = [
+            [line.encode() for line in p.read_text().split("\n") if line.strip()]
+            for p in recordings
+        ]
+        self.requests: list[dict[str, Any]] = []
+
+    async def respond(self, request: HttpRequest) -> StreamingResponse:
+        self.requests.append(orjson.loads(await request.body()))
+        return sse_response(self.responses[len(self.requests) - 1], 0)
 
 
 @contextlib.asynccontextmanager

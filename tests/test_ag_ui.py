@@ -350,3 +350,67 @@ def test_the_history_setting_decides_what_a_run_gets() -> None:
     assert Gateway(chosen).history == "latest"
     others = GatewayConfig(dialect="openai-chat", upstream=upstream)
     assert Gateway(others).history == "latest"
+
+
+def test_an_answer_goes_back_in_steps_under_the_agents_ids() -> None:
+    """Each step of a message sent back is one model response: its reasoning, its text and
+    calls, its results, in that order, under the ids the agent gave them (kept in the parts'
+    provider metadata and, for results, the answer's metadata); a call whose input never was
+    JSON goes with ``{}`` and its error as the result, which the model is given as content."""
+    from chunkbridge.translators.dialects.ag_ui.request import AgUiSettings, run_input
+    from tests.helpers import provider_turn
+
+    def agent(**ids: str) -> dict[str, Any]:
+        return {"agUi": ids}
+
+    raw = '{"city": "Par'
+    assistant = {
+        "id": "a1",
+        "role": "assistant",
+        "metadata": {"threadId": "t", "toolMessageIds": {"c1": "tool-9"}},
+        "parts": [
+            {"type": "step-start"},
+            {"type": "reasoning", "text": "Think.", "providerMetadata": agent(messageId="r1")},
+            {"type": "text", "text": "Looking.", "providerMetadata": agent(messageId="m1")},
+            {
+                "type": "tool-get_weather",
+                "toolCallId": "c1",
+                "state": "output-available",
+                "input": {"city": "Paris"},
+                "output": "sunny",
+                "callProviderMetadata": agent(parentMessageId="m1"),
+            },
+            {"type": "step-start"},
+            {
+                "type": "tool-get_weather",
+                "toolCallId": "c2",
+                "state": "output-error",
+                "input": raw,  # ai 7's tool-input-error (ai 5/6: rawInput)
+                "errorText": "Invalid JSON",
+                "callProviderMetadata": agent(parentMessageId="m2"),
+            },
+            {"type": "step-start"},
+            {"type": "text", "text": "Done.", "providerMetadata": agent(messageId="m3")},
+        ],
+    }
+    user = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "weather"}]}
+    body = run_input(provider_turn(AgUiSettings, [user, assistant], history="full"))
+    got = [(m["id"], m["role"], m.get("content"), m.get("toolCalls")) for m in body["messages"]]
+    call = [
+        {
+            "id": "c1",
+            "type": "function",
+            "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'},
+        }
+    ]
+    bad = [{"id": "c2", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}]
+    assert got == [
+        ("u1", "user", "weather", None),
+        ("r1", "reasoning", "Think.", None),
+        ("m1", "assistant", "Looking.", call),
+        ("tool-9", "tool", "sunny", None),
+        ("m2", "assistant", None, bad),
+        ("c2-result", "tool", "Invalid JSON", None),
+        ("m3", "assistant", "Done.", None),
+    ]
+    assert body["messages"][5]["error"] == "Invalid JSON"

@@ -19,12 +19,14 @@ from chunkbridge.translators.dialects.anthropic_messages.request import (
     request_body,
 )
 from tests.gateway_harness import (
+    RecordedRun,
     http_upstream,
     post,
     running_gateway,
     user_body,
 )
 from tests.helpers import (
+    chat_reply,
     decode_sse,
     new_turn,
     of_type,
@@ -458,3 +460,133 @@ def test_a_tool_input_with_an_integer_beyond_64_bits_is_no_internal_error() -> N
     )
     assert turn.internal_error is None, turn.internal_error
     assert [c["type"] for c in out if c["type"].startswith("tool-")][0] == "tool-input-start"
+
+
+def _tool_search_frames(name: str, tool_input: dict[str, Any]) -> list[dict[str, Any]]:
+    block = {"type": "server_tool_use", "id": "srv_1", "name": name, "input": tool_input}
+    return [
+        {"type": "message_start", "message": {"id": "m", "model": "c", "usage": {}}},
+        {"type": "content_block_start", "index": 0, "content_block": block},
+        {"type": "content_block_stop", "index": 0},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("names", "shown"),
+    [({}, "tool_search_tool_regex"), ({"tool_search_tool_regex": "toolSearch"}, "toolSearch")],
+)
+def test_a_server_tool_is_named_as_anthropic_streams_it_unless_the_app_names_it(
+    names: dict[str, str], shown: str
+) -> None:
+    settings = AnthropicSettings(tool_names=names)
+    frames = _tool_search_frames("tool_search_tool_regex", {"pattern": "weather"})
+    chunks, _ = translate("anthropic-messages", frames, close=False, settings=settings)
+    (call,) = of_type(chunks, "tool-input-available")
+    assert call["toolName"] == shown and call["providerExecuted"] is True
+
+
+@pytest.mark.parametrize(
+    ("tool_input", "api_name"),
+    [
+        ({"pattern": "weather"}, "tool_search_tool_regex"),
+        ({"query": "weather"}, "tool_search_tool_bm25"),
+    ],
+)
+def test_the_apps_name_for_a_server_tool_goes_back_as_anthropics(
+    tool_input: dict[str, Any], api_name: str
+) -> None:
+    """Both tool searches under the app's one name: the input tells which one it was."""
+    names = {"tool_search_tool_regex": "toolSearch", "tool_search_tool_bm25": "toolSearch"}
+    part = {
+        "type": "tool-toolSearch",
+        "toolCallId": "srv_1",
+        "state": "output-available",
+        "providerExecuted": True,
+        "input": tool_input,
+        "output": [{"type": "tool_reference", "toolName": "get_weather"}],
+    }
+    messages = [
+        user(text_part("weather?")),
+        {"id": "a1", "role": "assistant", "parts": [{"type": "step-start"}, part]},
+        user(text_part("thanks"), id="u2"),
+    ]
+    body = request_body(provider_turn(AnthropicSettings, messages, tool_names=names))
+    use, result = body["messages"][1]["content"]
+    assert use == {"type": "server_tool_use", "id": "srv_1", "name": api_name, "input": tool_input}
+    assert result["type"] == "tool_search_tool_result"
+    assert result["content"]["tool_references"] == [
+        {"type": "tool_reference", "tool_name": "get_weather"}
+    ]
+
+
+def test_code_executions_own_code_is_a_programmatic_call_both_ways() -> None:
+    """The kind the AI SDK's input schema for code execution names: its own code (which may
+    call the app's tools) is ``programmatic-tool-call``, and goes back as Anthropic sent it."""
+    frames = _tool_search_frames("code_execution", {"code": "print(1)"})
+    chunks, _ = translate("anthropic-messages", frames, close=False)
+    (call,) = of_type(chunks, "tool-input-available")
+    assert call["toolName"] == "code_execution"
+    assert call["input"] == {"type": "programmatic-tool-call", "code": "print(1)"}
+    part = {
+        "type": "tool-code_execution",
+        "toolCallId": "srv_1",
+        "state": "input-available",
+        "providerExecuted": True,
+        "input": call["input"],
+    }
+    messages = [
+        user(text_part("roll")),
+        {"id": "a1", "role": "assistant", "parts": [{"type": "step-start"}, part]},
+    ]
+    body = request_body(provider_turn(AnthropicSettings, messages))
+    (use,) = body["messages"][1]["content"]
+    assert use == {
+        "type": "server_tool_use",
+        "id": "srv_1",
+        "name": "code_execution",
+        "input": {"code": "print(1)"},
+    }
+
+
+@pytest.mark.conformance
+@pytest.mark.parametrize("major", [5, 7])
+async def test_a_deferred_tool_search_lands_on_its_part_through_the_real_chat(
+    real_clients, major: int
+) -> None:
+    """Anthropic's deferred tool search (a real run, recorded by the AI SDK project): the first
+    response calls the search and the app's readNoteTree; the search's result comes in the
+    response to the chat's automatic continuation, and lands on the search's part — named as
+    the app names it — while the continuation sends the search back still waiting."""
+    run = FIXTURES.parent / "recorded" / "anthropic-messages"
+    fake = RecordedRun(
+        *(run / f"anthropic--anthropic-tool-search-deferred-regex.step{n}.jsonl" for n in (1, 2, 3))
+    )
+    settings = {"tool_names": {"tool_search_tool_regex": "toolSearch"}}
+    async with (
+        http_upstream("/v1/messages", fake.respond) as base,
+        running_gateway(
+            upstream=base,
+            dialect="anthropic-messages",
+            target=major,
+            dialect_settings={"anthropic-messages": settings},
+        ) as (gw, _),
+    ):
+        answers = [{"kind": "tool", "output": {"notes": []}}, {"kind": "tool", "output": "ok"}]
+        api = f"{gw}/api/sessions/search{major}/chat"
+        result = await real_clients.chat_loop(api, major, "Edit my notes", answers, auto=True)
+    parts = chat_reply(result)["parts"]
+    (search,) = [p for p in parts if p["type"] == "tool-toolSearch"]
+    assert search["state"] == "output-available" and search["providerExecuted"] is True
+    assert {"type": "tool_reference", "toolName": "executeEditorOperation"} in search["output"]
+    calls = [p for p in parts if p["type"] in ("tool-readNoteTree", "tool-executeEditorOperation")]
+    assert [p["state"] for p in calls] == ["output-available", "output-available"]
+    assert len(fake.requests) == 3
+    sent = fake.requests[1]["messages"]
+    waiting = [b for b in sent[-2]["content"] if b["type"] == "server_tool_use"]
+    assert [(b["name"], b["id"]) for b in waiting] == [
+        ("tool_search_tool_regex", search["toolCallId"])
+    ]
+    assert not [b for b in sent[-2]["content"] if b["type"] == "tool_search_tool_result"]
+    assert [b["type"] for b in sent[-1]["content"]] == ["tool_result"]
+    result_blocks = [b for m in fake.requests[2]["messages"] for b in m["content"]]
+    assert any(b["type"] == "tool_search_tool_result" for b in result_blocks)

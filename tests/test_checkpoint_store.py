@@ -19,6 +19,7 @@ from chunkbridge.gateway.logging import get_logger
 from chunkbridge.gateway.metrics import Metrics
 from chunkbridge.gateway.stores.base import Forget, Put, Save, StoreUnavailable
 from chunkbridge.gateway.stores.checkpoint_sql import SqlCheckpointStore
+from chunkbridge.gateway.stores.postgres import PostgresDatabase
 from chunkbridge.gateway.stores.transcript_sql import SqlTranscriptStore
 from chunkbridge.gateway.stores.writer import StoreWriter
 from chunkbridge.gateway.turn.durable import first_checkpoint
@@ -158,3 +159,45 @@ def test_a_checkpoint_says_whom_its_stream_is_written_for() -> None:
     older = orjson.loads(one.to_json())
     del older["reset_step"]
     assert Checkpoint.from_json(orjson.dumps(older), one.head_json()).reset_step is False
+
+
+async def test_a_message_the_database_refuses_fails_alone(stores: Stores) -> None:
+    """A message PostgreSQL will not take (a NUL in JSONB) shares a batch with turns'
+    checkpoints: it is not retried as if the database were down — the checkpoints land at
+    once, and only that message fails (SQLite takes it)."""
+    one = first()
+    keys = [(f"n{i}", "c1") for i in range(4)]
+    nul = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "a\u0000b"}]}
+    started = asyncio.get_running_loop().time()
+    put = stores.writer.submit(Put(keys[0], nul, "done", 7), "user")
+    landed = await asyncio.gather(*(stores.save(1, one, one.head_json(), key=k) for k in keys))
+    assert landed == [True] * 4
+    assert asyncio.get_running_loop().time() - started < 2.0  # (not retried: 2.55 s)
+    refused = isinstance(stores.transcripts.database, PostgresDatabase)
+    assert await put is not refused
+    await stores.writer.drain(1)
+
+
+async def test_a_drained_writer_answers_every_write(stores: Stores) -> None:
+    """The writer drained while a transaction runs and a checkpoint waits behind it: the
+    waiting turn hears its checkpoint was not written (it does not wait forever), and so does
+    one that asks after the drain."""
+    database = stores.transcripts.database
+    run = database.transaction
+
+    async def slow(work: Any, pipelined: bool = False) -> Any:
+        await asyncio.sleep(1.0)
+        return await run(work, pipelined)
+
+    database.transaction = slow  # type: ignore[method-assign]
+    one = first()
+    writing = asyncio.ensure_future(stores.save(1, one, one.head_json()))
+    await asyncio.sleep(0.05)
+    waiting = asyncio.ensure_future(stores.save(1, one, one.head_json(), key=("s2", "c1")))
+    await asyncio.sleep(0.05)
+    await stores.writer.drain(0.1)
+    for write in (writing, waiting):
+        with pytest.raises(StoreUnavailable):
+            await asyncio.wait_for(write, 1.0)
+    with pytest.raises(StoreUnavailable):
+        await asyncio.wait_for(stores.save(1, one, one.head_json(), key=("s3", "c1")), 1.0)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import os
 import random
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -67,7 +68,15 @@ def test_turns_killed_at_random_points_go_on_on_the_other_instance(
                 killed = time.time()
             else:
                 assert victim.proc is not None
-                victim.proc.wait(30)
+                try:
+                    victim.proc.wait(30)
+                except subprocess.TimeoutExpired:
+                    cluster.kill(victim)
+                    (tmp_path / "instances.log").write_text("\n".join(cluster.output))
+                    raise AssertionError(
+                        f"round {number}: the victim never reached checkpoint write {fault}"
+                        f" (its output: {tmp_path / 'instances.log'})"
+                    ) from None
                 killed = time.time()
                 cluster.collect(victim)
             for follower in followers:

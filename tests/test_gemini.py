@@ -285,3 +285,18 @@ def test_a_tool_schema_becomes_the_openapi_subset_gemini_takes() -> None:
         },
         "required": ["const"],
     }
+
+
+@pytest.mark.parametrize(
+    ("names", "shown"), [({}, "code_execution"), ({"code_execution": "python"}, "python")]
+)
+def test_code_execution_is_named_as_google_names_it_unless_the_app_names_it(
+    names: dict[str, str], shown: str
+) -> None:
+    turn = new_turn("gemini", settings=GeminiSettings(tool_names=names))
+    frames = (FIXTURES / "code-execution.jsonl").read_text().splitlines()
+    chunks = [c for frame in frames for c in turn.feed_frame(frame)]
+    (call,) = of_type(chunks, "tool-input-available")
+    assert call["toolName"] == shown and call["providerExecuted"] is True
+    (result,) = of_type(chunks, "tool-output-available")
+    assert result["toolCallId"] == call["toolCallId"]

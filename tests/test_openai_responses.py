@@ -16,7 +16,14 @@ from chunkbridge.translators.dialects.openai_responses.request import (
     OpenAIResponsesSettings,
     request_body,
 )
-from tests.gateway_harness import http_upstream, post, running_gateway, sse_response, user_body
+from tests.gateway_harness import (
+    RecordedRun,
+    http_upstream,
+    post,
+    running_gateway,
+    sse_response,
+    user_body,
+)
 from tests.helpers import (
     chat_reply,
     decode_sse,
@@ -403,3 +410,98 @@ def test_built_in_tools_the_app_ran_go_back_in_their_own_items_failures_included
         },
         {"type": "custom_tool_call_output", "call_id": "call_g", "output": "1 row"},
     ]
+
+
+def _item_frames(*items: dict[str, Any]) -> list[dict[str, Any]]:
+    frames: list[dict[str, Any]] = [{"type": "response.created", "response": {"id": "r"}}]
+    for index, item in enumerate(items):
+        for event in ("response.output_item.added", "response.output_item.done"):
+            frames.append({"type": event, "output_index": index, "item": item})
+    return [*frames, {"type": "response.completed", "response": {"id": "r"}}]
+
+
+PROGRAM = {"id": "cm_1", "type": "program", "call_id": "call_p", "code": "1", "fingerprint": "f"}
+SHELL = {"id": "sh_1", "type": "shell_call", "call_id": "call_s", "action": {"commands": ["ls"]}}
+
+
+@pytest.mark.parametrize(
+    ("names", "program", "shell"),
+    [({}, "program", "shell"), ({"program": "runner", "shell": "bash"}, "runner", "bash")],
+)
+def test_openais_tools_are_named_as_the_stream_names_them_unless_the_app_names_them(
+    names: dict[str, str], program: str, shell: str
+) -> None:
+    settings = OpenAIResponsesSettings(tool_names=names)
+    turn = new_turn("openai-responses", settings=settings)
+    output = {"id": "cmo_1", "type": "program_output", "call_id": "call_p", "result": "2"}
+    chunks = [c for f in _item_frames(PROGRAM, output, SHELL) for c in turn.feed(f)]
+    calls = {c["toolCallId"]: c for c in of_type(chunks, "tool-input-available")}
+    assert calls["call_p"]["toolName"] == program and calls["call_p"]["providerExecuted"]
+    assert calls["call_s"]["toolName"] == shell and "providerExecuted" not in calls["call_s"]
+    (result,) = of_type(chunks, "tool-output-available")
+    assert result["toolCallId"] == "call_p" and result["output"]["result"] == "2"
+
+
+def test_the_apps_names_for_openais_tools_go_back_as_openais_items() -> None:
+    names = {"program": "runner", "shell": "bash"}
+    parts = [
+        {"type": "step-start"},
+        {
+            "type": "tool-runner",
+            "toolCallId": "call_p",
+            "state": "output-available",
+            "providerExecuted": True,
+            "input": {"code": "1", "fingerprint": "f"},
+            "output": {"result": "2", "status": "completed"},
+            "callProviderMetadata": {"openai": {"itemId": "cm_1"}},
+        },
+        {
+            "type": "tool-bash",
+            "toolCallId": "call_s",
+            "state": "output-available",
+            "input": {"action": {"commands": ["ls"]}},
+            "output": {"output": [{"stdout": "a", "stderr": "", "outcome": {"type": "timeout"}}]},
+            "callProviderMetadata": {"openai": {"itemId": "sh_1"}},
+        },
+    ]
+    messages = [
+        {"id": "u0", "role": "user", "parts": [text_part("count")]},
+        {"id": "a0", "role": "assistant", "parts": parts},
+        {"id": "u1", "role": "user", "parts": [text_part("and now?")]},
+    ]
+    tools = {"program": {"type": "programmatic_tool_calling"}, "shell": {"type": "shell"}}
+    turn = provider_turn(OpenAIResponsesSettings, messages, tools=tools, tool_names=names)
+    kinds = [item.get("type") for item in request_body(turn)["input"][1:-1]]
+    assert kinds == ["program", "program_output", "shell_call", "shell_call_output"]
+
+
+@pytest.mark.conformance
+@pytest.mark.parametrize("major", [5, 7])
+async def test_a_programs_output_lands_on_its_part_through_the_real_chat(
+    real_clients, major: int
+) -> None:
+    """OpenAI's programmatic tool calling (a real run, recorded by the AI SDK project): the
+    program calls the app's getInventory, then getDemand, one response each; its output comes
+    in the response to the chat's second automatic continuation and lands on the program's
+    part, which each continuation sent back still waiting."""
+    run = FIXTURES.parent / "recorded" / "openai-responses"
+    fake = RecordedRun(*(run / f"openai--programmatic-tool-calling.{n}.jsonl" for n in (1, 2, 3)))
+    async with (
+        http_upstream("/v1/responses", fake.respond) as base,
+        running_gateway(upstream=base, dialect="openai-responses", target=major) as (gw, _),
+    ):
+        answers = [{"kind": "tool", "output": {"availableUnits": 42}}] * 2
+        api = f"{gw}/api/sessions/program{major}/chat"
+        result = await real_clients.chat_loop(api, major, "Enough stock?", answers, auto=True)
+    parts = chat_reply(result)["parts"]
+    (program,) = [p for p in parts if p["type"] == "tool-program"]
+    assert program["state"] == "output-available" and program["providerExecuted"] is True
+    assert program["output"]["status"] == "completed"
+    assert [p["state"] for p in parts if p["type"] in ("tool-getInventory", "tool-getDemand")] == [
+        "output-available",
+        "output-available",
+    ]
+    assert len(fake.requests) == 3
+    for sent in fake.requests[1:]:
+        kinds = [i.get("type") for i in sent["input"]]
+        assert kinds.count("program") == 1 and "program_output" not in kinds

@@ -90,10 +90,13 @@ def test_only_chunkbridge_is_importable_from_the_wheel(fresh_python: Path, tmp_p
         "agent-ops-v2",
         "anthropic-messages",
         "gemini",
+        "langgraph",
         "open-harness",
+        "openai-agents",
         "openai-chat",
         "openai-responses",
         "pi-agent",
+        "pydantic-ai",
     ]
     cli = _run(fresh_python.parent / "chunkbridge", "dialects", cwd=tmp_path)
     assert cli.returncode == 0 and "anthropic-messages" in cli.stdout, cli.stderr
@@ -118,3 +121,29 @@ def test_the_toy_dialects_use_only_the_public_kit() -> None:
             if "chunkbridge" in alias.name
         }
         assert imported == {"chunkbridge.kit"}, (path.name, imported)
+
+
+#: The libraries of the in-process dialects (optional extras), by import name.
+LIBRARIES = ("pydantic_ai", "agents", "langgraph", "langchain_core", "openai", "anthropic")
+
+
+def test_importing_chunkbridge_and_every_dialect_imports_no_optional_library(
+    tmp_path: Path,
+) -> None:
+    """Every dialect loads (as the registry does at start-up) without its library: the
+    libraries are installed here, so an import of one would succeed and show."""
+    script = (
+        "import sys, chunkbridge, chunkbridge.kit, chunkbridge.gateway.http.app\n"
+        "from chunkbridge.gateway.registry import registry\n"
+        "found = registry()\n"
+        "assert not found.broken, found.broken\n"
+        "for name in ('pydantic-ai', 'openai-agents', 'langgraph'):\n"
+        "    found.get(name).translator(None)\n"
+        f"print(' '.join(m for m in {LIBRARIES!r} if m in sys.modules))\n"
+    )
+    result = _run(sys.executable, "-c", script, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == []
+    for library in LIBRARIES[:4]:  # (and they are there to be imported)
+        check = _run(sys.executable, "-c", f"import {library}", cwd=tmp_path)
+        assert check.returncode == 0, (library, check.stderr)

@@ -1,7 +1,9 @@
 """Differential conformance: every recorded provider stream, through chunkbridge and through the
 AI SDK's own provider package (+ ``streamText`` + ``toUIMessageStream``), ends in the same
 ``UIMessage`` for the real ai 7 client — ids aside, and apart from the differences each dialect's
-spec module lists in ``AI_SDK_DIFFERENCES`` with its reason.
+spec module lists in ``AI_SDK_DIFFERENCES`` with its reason. A recording that is a later response
+of a run continues, on each side, the message that side ended the previous one with (the app's
+calls answered): a result for a call of an earlier response lands on that call's part.
 
 Each documented difference has a normalizer here that erases exactly that difference; the test
 fails when a difference is left after them (fix it or document it), and when a documented
@@ -14,27 +16,12 @@ import importlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from chunkbridge.gateway.devtools.recordings import read_frames
-from chunkbridge.gateway.devtools.replay import replay_file
 from tests.conformance.harness import Verdict
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-
-RECORDED = FIXTURES / "recorded"
-
-#: dialect → (the AI SDK provider that speaks the same API, the dialect's spec module, whether
-#: tool call ids are generated on each side rather than sent by the provider).
-PROVIDER_DIALECTS = {
-    "anthropic-messages": ("anthropic", "chunkbridge.protocol_specs.anthropic_messages", False),
-    "openai-responses": ("openai", "chunkbridge.protocol_specs.openai_responses", False),
-    "openai-chat": ("openai-compatible", "chunkbridge.protocol_specs.openai_chat", False),
-    "gemini": ("google", "chunkbridge.protocol_specs.gemini", True),
-}
+from tests.recorded_runs import PROVIDER_DIALECTS, our_runs, recordings, result_ids, sdk_runs
 
 Parts = list[dict[str, Any]]
 
@@ -52,75 +39,6 @@ class Side:
 #: A normalizer gets (AI SDK side, our side) and returns both with one documented difference
 #: erased; it must leave them unchanged where that difference does not occur.
 Normalizer = Callable[[Side, Side], tuple[Side, Side]]
-
-
-#: Provider-run tools the AI SDK names and shapes only when the app declares them (as the AI
-#: SDK's own tests do): server tool name in the stream → (declared name, factory, arguments).
-_ANTHROPIC_SERVER_TOOLS = {
-    "bash_code_execution": ("code_execution", "codeExecution_20250825"),
-    "text_editor_code_execution": ("code_execution", "codeExecution_20250825"),
-    "code_execution": ("code_execution", "codeExecution_20250825"),
-    "web_fetch": ("web_fetch", "webFetch_20250910"),
-    "web_search": ("web_search", "webSearch_20250305"),
-    "tool_search_tool_regex": ("tool_search", "toolSearchRegex_20251119"),
-    "tool_search_tool_bm25": ("tool_search", "toolSearchBm25_20251119"),
-}
-
-
-def _declarations(frames: list[str]) -> tuple[list[str], list[dict[str, Any]]]:
-    """The tools a recording's app declared: the ones it runs (to ``streamText`` without
-    ``execute``, as an app's client-side tools are) and the provider's own tools, declared with
-    the provider's factory where the AI SDK needs it to name or place them."""
-    names: set[str] = set()
-    provider: dict[str, dict[str, Any]] = {}
-    for frame in frames:
-        try:
-            event = json.loads(frame)
-        except ValueError:
-            continue
-        if not isinstance(event, dict):
-            continue
-        message = event.get("message") if isinstance(event.get("message"), dict) else {}
-        blocks = [event.get("content_block"), event.get("item"), *(message.get("content") or [])]
-        for block in blocks:
-            if not isinstance(block, dict):
-                continue
-            kind, name = block.get("type"), block.get("name")
-            if kind in ("tool_use", "function_call", "custom_tool_call"):
-                names.add(name)
-            elif kind == "server_tool_use" and name in _ANTHROPIC_SERVER_TOOLS:
-                declared, factory = _ANTHROPIC_SERVER_TOOLS[name]
-                provider[declared] = {"name": declared, "factory": factory}
-            elif kind == "shell_call":
-                env = (block.get("environment") or {}).get("type")
-                args = {"environment": {"type": "containerAuto"}} if env else {}
-                provider["shell"] = {"name": "shell", "factory": "shell", "args": args}
-            elif kind == "apply_patch_call":
-                provider["apply_patch"] = {"name": "apply_patch", "factory": "applyPatch"}
-            elif kind == "local_shell_call":
-                provider["local_shell"] = {"name": "local_shell", "factory": "localShell"}
-            elif kind == "program":
-                provider["programmatic_tool_calling"] = {
-                    "name": "programmatic_tool_calling",
-                    "factory": "programmaticToolCalling",
-                }
-            elif kind == "tool_search_call":
-                args = {"execution": "client"} if block.get("execution") == "client" else {}
-                provider["tool_search"] = {
-                    "name": "tool_search",
-                    "factory": "toolSearch",
-                    "args": args,
-                }
-        for choice in event.get("choices") or []:
-            for call in (choice.get("delta") or {}).get("tool_calls") or []:
-                if isinstance(call, dict) and isinstance(call.get("function"), dict):
-                    names.add(call["function"].get("name"))
-        for candidate in event.get("candidates") or []:
-            for part in (candidate.get("content") or {}).get("parts") or []:
-                if isinstance(part.get("functionCall"), dict):
-                    names.add(part["functionCall"].get("name"))
-    app = sorted(n for n in names if isinstance(n, str) and n)
-    return app, list(provider.values())
 
 
 def _side(verdict: Verdict, generated_tool_ids: bool) -> Side:
@@ -183,17 +101,6 @@ def _spliced_message_start(sdk: Side, ours: Side) -> tuple[Side, Side]:
         return sdk, ours
     assert ours.verdict.ok
     return ours, ours
-
-
-def _provider_tool_input(sdk: Side, ours: Side) -> tuple[Side, Side]:
-    def change(part: dict[str, Any]) -> dict[str, Any]:
-        tool_input = part.get("input")
-        if part.get("providerExecuted") and isinstance(tool_input, dict):
-            if tool_input.get("type") == "programmatic-tool-call":
-                part["input"] = {k: v for k, v in tool_input.items() if k != "type"}
-        return part
-
-    return _map(sdk, change), ours
 
 
 def _server_tool_error_text(sdk: Side, ours: Side) -> tuple[Side, Side]:
@@ -276,20 +183,6 @@ def _document_citation_sources(sdk: Side, ours: Side) -> tuple[Side, Side]:
     return sdk, _map(ours, change)
 
 
-def _provider_tools_not_dynamic(sdk: Side, ours: Side) -> tuple[Side, Side]:
-    typed = {(p.get("type"), p.get("toolCallId")) for p in ours.parts}
-
-    def change(part: dict[str, Any]) -> dict[str, Any]:
-        if part.get("type") == "dynamic-tool" and part.get("providerExecuted"):
-            key = ("tool-" + str(part.get("toolName")), part.get("toolCallId"))
-            if key in typed:
-                part["type"] = key[0]
-                del part["toolName"]
-        return part
-
-    return _map(sdk, change), ours
-
-
 def _text_split_at_provider_tools(sdk: Side, ours: Side) -> tuple[Side, Side]:
     """Compare the text as one piece, before the first provider-run tool."""
 
@@ -310,11 +203,31 @@ def _text_split_at_provider_tools(sdk: Side, ours: Side) -> tuple[Side, Side]:
 
 
 def _mcp_call_on_approval_part(sdk: Side, ours: Side) -> tuple[Side, Side]:
-    """An ``mcp_call`` with ``approval_request_id``: ours lands on the approval's part (that
-    id); the AI SDK, with no approval in the prompt to map it to, uses the item id."""
+    """An ``mcp_call`` with ``approval_request_id`` is the call the user approved: ours lands
+    on the approval's part (that id). The AI SDK shows it as a part of its own (the item id)
+    and leaves the approved part ``approval-responded``, waiting forever."""
+
+    def mcp(part: dict[str, Any]) -> bool:
+        return part.get("type") == "dynamic-tool" and str(part.get("toolName")).startswith("mcp.")
+
+    parts: Parts = []
+    for part in sdk.parts:
+        approved = [
+            p
+            for p in parts
+            if mcp(p)
+            and p.get("state") == "approval-responded"
+            and (p.get("toolName"), p.get("input")) == (part.get("toolName"), part.get("input"))
+        ]
+        if mcp(part) and str(part.get("state")).startswith("output-") and approved:
+            landed = {k: v for k, v in part.items() if k not in ("toolCallId", "approval")}
+            approved[0].update(landed)
+            continue
+        parts.append(dict(part))
+    sdk = replace(sdk, parts=parts)
 
     def change(part: dict[str, Any]) -> dict[str, Any]:
-        if part.get("type") == "dynamic-tool" and str(part.get("toolName")).startswith("mcp."):
+        if mcp(part):
             part.pop("toolCallId", None)
         return part
 
@@ -322,12 +235,9 @@ def _mcp_call_on_approval_part(sdk: Side, ours: Side) -> tuple[Side, Side]:
 
 
 def _ai_sdk_rejects_real_stream(sdk: Side, ours: Side) -> tuple[Side, Side]:
-    """The AI SDK's strict schemas reject a real event (xAI's citations without indexes) or
-    its stream fails on a result for a call of an earlier response: what it showed, if
-    anything, is part of ours, and ours goes on."""
-    failed = (sdk.verdict.error_text or "").startswith("Type validation failed")
-    shown = [p for p in sdk.parts if p.get("type") not in ("step-start", "custom")]
-    if not failed and not (sdk.ending is None and not shown and ours.parts):
+    """The AI SDK's strict schemas reject a real event (xAI's citations without indexes): what
+    it showed is part of ours, and ours goes on."""
+    if not (sdk.verdict.error_text or "").startswith("Type validation failed"):
         return sdk, ours
     return _ours_goes_on(sdk, ours)
 
@@ -395,7 +305,6 @@ NORMALIZERS: dict[str, Normalizer] = {
     "app-run-tools-finish-tool-calls": _app_run_tools_finish_tool_calls,
     "mcp-call-on-approval-part": _mcp_call_on_approval_part,
     "message-start-custom-part": _drop_message_start_custom,
-    "provider-tool-input-kept": _provider_tool_input,
     "server-tool-error-text": _server_tool_error_text,
     "invalid-tool-input-text": _invalid_tool_input_text,
     "error-closes-parts": _error_closes_parts,
@@ -403,26 +312,8 @@ NORMALIZERS: dict[str, Normalizer] = {
     "truncation-is-an-error": _truncation_is_an_error,
     "unknown-events-forwarded": _unknown_events_forwarded,
     "document-citation-sources": _document_citation_sources,
-    "provider-tools-not-dynamic": _provider_tools_not_dynamic,
     "text-split-at-provider-tools": _text_split_at_provider_tools,
 }
-
-
-def _recordings(dialect: str) -> list[tuple[Path, str]]:
-    """The dialect's recordings and the AI SDK provider package that reads each: the ones
-    written from the providers' documentation (``fixtures/<dialect>/``), then the ones recorded
-    from the live APIs (``fixtures/recorded/<dialect>/``, see its ``index.json``)."""
-    provider = PROVIDER_DIALECTS[dialect][0]
-    written = [(path, provider) for path in sorted((FIXTURES / dialect).glob("*.jsonl"))]
-    if dialect == "openai-chat":
-        written = []  # written for the dialect's extensions, which no AI SDK provider reads
-    index = json.loads((RECORDED / "index.json").read_text())["recordings"]
-    recorded = [
-        (RECORDED / name, entry["sdk_provider"])
-        for name, entry in sorted(index.items())
-        if name.startswith(f"{dialect}/")
-    ]
-    return written + recorded
 
 
 @pytest.mark.conformance
@@ -431,29 +322,15 @@ def test_final_messages_agree_with_the_ai_sdk_provider(real_clients, dialect: st
     _, spec_name, generated_tool_ids = PROVIDER_DIALECTS[dialect]
     documented: dict[str, str] = importlib.import_module(spec_name).AI_SDK_DIFFERENCES
     assert set(documented) <= set(NORMALIZERS), "a documented difference has no normalizer"
-    recordings = _recordings(dialect)
-    cases = []
-    for recording, provider in recordings:
-        frames = [f if isinstance(f, str) else f.decode() for f in read_frames(recording)]
-        tools, provider_tools = _declarations(frames)
-        cases.append(
-            {
-                "provider": provider,
-                "frames": frames,
-                "tools": tools,
-                "providerTools": provider_tools,
-            }
-        )
-    sdk_bodies = real_clients.ai_sdk_provider_bodies(cases)
-    ours = [replay_file(dialect, recording, target=7) for recording, _ in recordings]
-    verdicts = real_clients.check_many([*sdk_bodies, *ours], majors=(7,))
+    runs = recordings(dialect)
+    sdk_verdicts = sdk_runs(real_clients, runs)
+    our_verdicts, _ = our_runs(real_clients, dialect, runs, 7)
     seen: set[str] = set()
     failures = []
-    for i, (recording, _) in enumerate(recordings):
-        sdk_verdict, our_verdict = verdicts[i][7], verdicts[len(recordings) + i][7]
-        assert our_verdict.ok, (recording.name, our_verdict.fatal)
-        sdk = _side(sdk_verdict, generated_tool_ids)
-        mine = _side(our_verdict, generated_tool_ids)
+    for i, recording in enumerate(runs):
+        assert our_verdicts[i].ok, (recording.name, our_verdicts[i].fatal)
+        sdk = _side(sdk_verdicts[i], generated_tool_ids)
+        mine = _side(our_verdicts[i], generated_tool_ids)
         for name in documented:
             after = NORMALIZERS[name](sdk, mine)
             if after != (sdk, mine):
@@ -470,17 +347,28 @@ def test_final_messages_agree_with_the_ai_sdk_provider(real_clients, dialect: st
 
 
 @pytest.mark.conformance
-def test_every_recorded_stream_is_accepted_by_ai_5_6_and_7(real_clients) -> None:
-    """The held-out recordings, translated for each major, are accepted by that major's client,
-    and none ends with an empty message unless it reports an error or a refusal with no words."""
-    names = sorted(json.loads((RECORDED / "index.json").read_text())["recordings"])
-    for major in (5, 6, 7):
-        bodies = [replay_file(name.split("/")[0], RECORDED / name, target=major) for name in names]
-        verdicts = real_clients.check_many(bodies, majors=(major,))
-        for name, verdict in zip(names, verdicts, strict=True):
-            result = verdict[major]
-            assert result.ok, (name, major, result.fatal)
+@pytest.mark.parametrize("major", [5, 6, 7])
+def test_every_recorded_stream_is_accepted_by_ai_5_6_and_7(real_clients, major: int) -> None:
+    """The held-out recordings, translated for each major (a later response of a run as the
+    continuation of the message before), are accepted by that major's client; none ends with
+    an empty message unless it reports an error or a refusal with no words; and a result for a
+    call of an earlier response lands on that call's part."""
+    landed = []
+    for dialect in sorted(PROVIDER_DIALECTS):
+        runs = recordings(dialect, written_too=False)
+        verdicts, histories = our_runs(real_clients, dialect, runs, major)
+        for i, recording in enumerate(runs):
+            result = verdicts[i]
+            assert result.ok, (recording.name, major, result.fatal)
             message = result.message or {}
             parts = [p for p in message.get("parts", []) if p["type"] != "step-start"]
             said_why = result.error_text is not None or result.finish_reason == "content-filter"
-            assert parts or said_why, (name, major, "an empty message")
+            assert parts or said_why, (recording.name, major, "an empty message")
+            earlier = {p.get("toolCallId") for p in (histories[i] or {}).get("parts", [])}
+            for call_id in result_ids(recording.frames) & earlier:
+                (part,) = [p for p in parts if p.get("toolCallId") == call_id]
+                assert part["state"] == "output-available", (recording.name, major, part)
+                landed.append(recording.name)
+    # the runs that show it: Anthropic's programmatic tool calling and deferred tool searches,
+    # OpenAI's program, an MCP call after its approval
+    assert len(landed) >= 5, landed

@@ -7,7 +7,8 @@ This is what keeps a conversation going: compaction summaries, signed thinking, 
 server tools and their results, calls a program made, the app's answers to the built-in tools
 it runs (shell, patch, tool search) — each must reach the provider in the form it wants back.
 The app's calls that the recording leaves waiting are answered first, in each tool's own output
-shape, as an app would answer them.
+shape, as an app would answer them; a later response of a run is sent back as the whole message
+the run built (``tests/recorded_runs.py``).
 """
 
 from __future__ import annotations
@@ -20,10 +21,16 @@ from typing import Any
 
 import pytest
 
-from chunkbridge.gateway.devtools.recordings import read_frames
-from chunkbridge.gateway.devtools.replay import replay_file
 from tests.helpers import provider_turn
-from tests.test_provider_differential import _declarations, _recordings
+from tests.recorded_runs import (
+    AFTER_A_DENIAL,
+    APP_ANSWERS,
+    USER,
+    Recording,
+    answered,
+    our_runs,
+    recordings,
+)
 
 #: dialect → (its module, its settings class, the request's history key, the AI SDK's options).
 ROUND_TRIPS = {
@@ -37,30 +44,12 @@ ROUND_TRIPS = {
     ),
 }
 
-#: What the app answers for each built-in tool it runs (the AI SDK's output schemas).
-APP_ANSWERS: dict[str, Any] = {
-    "shell": {
-        "output": [{"stdout": "ok", "stderr": "", "outcome": {"type": "exit", "exitCode": 0}}]
-    },
-    "local_shell": {"output": "ok"},
-    "apply_patch": {"status": "completed", "output": "done"},
-    "tool_search": {"tools": []},
-}
+#: The next question, after the recorded answer.
+NEXT = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "go on"}]}
 
 Items = list[Any]
 #: (AI SDK's history, ours) → both with one documented difference erased.
 RequestNormalizer = Callable[[Items, Items], tuple[Items, Items]]
-
-
-def _answered(message: dict[str, Any]) -> dict[str, Any]:
-    """The message with every call the app must run answered."""
-    message = copy.deepcopy(message)
-    for part in message["parts"]:
-        waiting = part.get("state") == "input-available" and not part.get("providerExecuted")
-        if "toolCallId" in part and waiting:
-            name = part.get("toolName") or part["type"].removeprefix("tool-")
-            part["state"], part["output"] = "output-available", APP_ANSWERS.get(name, {"ok": 1})
-    return message
 
 
 def _declared(dialect: str, tools: list[str], provider_tools: list[dict[str, Any]]) -> Any:
@@ -68,7 +57,7 @@ def _declared(dialect: str, tools: list[str], provider_tools: list[dict[str, Any
     declared: dict[str, Any] = {name: {"input_schema": {"type": "object"}} for name in tools}
     if dialect == "openai-responses":
         for tool in provider_tools:
-            declared[tool["name"]] = {"type": tool["name"]}
+            declared[tool["name"]] = {"type": tool.get("type", tool["name"])}
     return declared
 
 
@@ -105,55 +94,75 @@ def _empty_text_not_sent(sdk: Items, ours: Items) -> tuple[Items, Items]:
     return [item for item in sdk if item != empty], ours
 
 
-def _hosted_result_item_id(sdk: Items, ours: Items) -> tuple[Items, Items]:
-    def change(item: Any) -> Any:
-        if isinstance(item, dict) and item.get("type") == "tool_search_output":
-            return {k: v for k, v in item.items() if k != "id"}
-        return item
+def _decided_approval_sent_once(sdk: Items, ours: Items) -> tuple[Items, Items]:
+    sent = {i.get("approval_request_id") for i in ours if isinstance(i, dict)}
 
-    return [change(item) for item in sdk], ours
+    def resent(item: Any) -> bool:
+        answer = item.get("type") == "mcp_approval_response"
+        return answer and item.get("approval_request_id") not in sent
+
+    return [item for item in sdk if not resent(item)], ours
+
+
+def _approval_request_by_reference(sdk: Items, ours: Items) -> tuple[Items, Items]:
+    answered = {
+        i.get("approval_request_id")
+        for i in ours
+        if isinstance(i, dict) and i.get("type") == "mcp_approval_response"
+    }
+
+    def referenced(item: Any) -> bool:
+        return item.get("type") == "item_reference" and item.get("id") in answered
+
+    def denied_output(item: Any) -> bool:
+        return item.get("type") == "function_call_output" and item.get("call_id") in answered
+
+    return [i for i in sdk if not denied_output(i)], [i for i in ours if not referenced(i)]
 
 
 REQUEST_NORMALIZERS: dict[str, RequestNormalizer] = {
     "server-tool-error-code-kept": _server_tool_error_code_kept,
     "empty-text-not-sent": _empty_text_not_sent,
-    "hosted-result-item-id": _hosted_result_item_id,
+    "decided-approval-sent-once": _decided_approval_sent_once,
+    "approval-request-by-reference": _approval_request_by_reference,
 }
 
 
 @pytest.mark.conformance
 @pytest.mark.parametrize("dialect", sorted(ROUND_TRIPS))
 def test_the_next_request_agrees_with_the_ai_sdk_provider(real_clients, dialect: str) -> None:
+    """The next question after each recorded answer, and the continuation that asked for each
+    later response of a run (the message so far, the app's calls answered)."""
     module_name, settings_name, key, provider_options = ROUND_TRIPS[dialect]
     dialects = "chunkbridge.translators.dialects"
     dialect_module = importlib.import_module(f"{dialects}.{module_name}.request")
     spec = importlib.import_module(f"chunkbridge.protocol_specs.{module_name}")
     documented: dict[str, str] = spec.AI_SDK_REQUEST_DIFFERENCES
     assert set(documented) <= set(REQUEST_NORMALIZERS), "a documented difference has no normalizer"
-    recordings = _recordings(dialect)
-    verdicts = real_clients.check_many(
-        [replay_file(dialect, recording, target=7) for recording, _ in recordings], majors=(7,)
-    )
+    runs = recordings(dialect)
+    verdicts, _ = our_runs(real_clients, dialect, runs, 7)
     cases, ours, names = [], [], []
-    for (recording, provider), verdict in zip(recordings, verdicts, strict=True):
-        if not (verdict[7].message or {}).get("parts"):
-            continue  # nothing to send back (an error before any content)
-        history = [
-            {"id": "u0", "role": "user", "parts": [{"type": "text", "text": "recorded"}]},
-            _answered(verdict[7].message),
-            {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "go on"}]},
-        ]
-        frames = [f if isinstance(f, str) else f.decode() for f in read_frames(recording)]
-        tools, provider_tools = _declarations(frames)
-        case = {"provider": provider, "frames": frames, "tools": tools}
-        case.update(providerTools=provider_tools, messages=history)
+
+    def add(name: str, recording: Recording, history: list[dict[str, Any]]) -> None:
+        case = recording.sdk_case(None)
+        case["messages"] = history
         if provider_options:
             case["providerOptions"] = provider_options
         cases.append(case)
         settings = getattr(dialect_module, settings_name)
-        turn = provider_turn(settings, history, tools=_declared(dialect, tools, provider_tools))
+        declared = _declared(dialect, recording.tools, recording.provider_tools)
+        turn = provider_turn(settings, history, tools=declared, tool_names=recording.tool_names)
         ours.append(dialect_module.request_body(turn)[key])
-        names.append(recording.name)
+        names.append(name)
+
+    for i, recording in enumerate(runs):
+        message = verdicts[i].message or {}
+        if message.get("parts"):  # (else nothing to send back: an error before any content)
+            add(recording.name, recording, [USER, answered(message, approve=None), NEXT])
+        if recording.previous is not None:  # the continuation that asked for this response
+            approve = recording.name not in AFTER_A_DENIAL
+            continued = answered(verdicts[recording.previous].message or {}, approve)
+            add(f"{recording.name} (the continuation)", recording, [USER, continued])
     sdk_requests = real_clients.ai_sdk_provider_requests(cases)
     assert len(names) > 50, "too few recordings to hold the request side to the AI SDK's"
     seen: set[str] = set()

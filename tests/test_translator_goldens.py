@@ -22,10 +22,13 @@ DIALECTS = (
     "agent-ops-v2",
     "anthropic-messages",
     "gemini",
+    "langgraph",
     "open-harness",
+    "openai-agents",
     "openai-chat",
     "openai-responses",
     "pi-agent",
+    "pydantic-ai",
 )
 RECORDINGS = sorted((d, p) for d in DIALECTS for p in (FIXTURES / d).glob("*.jsonl"))
 IDS = [f"{d}/{p.stem}" for d, p in RECORDINGS]

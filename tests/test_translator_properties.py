@@ -252,6 +252,7 @@ GEMINI = [
     st.just({"candidates": "bad"}),
 ]
 MID = st.sampled_from(["m1", "m2"])
+TOOL_MESSAGE = {"id": st.one_of(MID, JUNK), "toolCallId": st.one_of(CALL, JUNK)}
 PATCH = st.one_of(
     st.just([{"op": "add", "path": "/a", "value": 1}]),
     st.just([{"op": "remove", "path": "/missing"}]),
@@ -279,11 +280,22 @@ AG_UI = [
     ev("THINKING_TEXT_MESSAGE_CONTENT", delta=TEXT),
     ev("THINKING_END"),
     ev("REASONING_ENCRYPTED_VALUE", entityId=MID, encryptedValue=TEXT, subtype=TEXT),
-    ev("TOOL_CALL_START", toolCallId=CALL, toolCallName=st.sampled_from(["f", "g"])),
+    ev(
+        "TOOL_CALL_START",
+        toolCallId=CALL,
+        toolCallName=st.sampled_from(["f", "g"]),
+        parentMessageId=st.one_of(MID, JUNK),
+    ),
     ev("TOOL_CALL_ARGS", toolCallId=CALL, delta=st.sampled_from(["{", "}", '"a":1'])),
     ev("TOOL_CALL_END", toolCallId=CALL),
     ev("TOOL_CALL_CHUNK", toolCallId=CALL, toolCallName=st.sampled_from(["f"]), delta=TEXT),
-    ev("TOOL_CALL_RESULT", toolCallId=CALL, content=st.one_of(TEXT, JUNK), error=TEXT),
+    ev(
+        "TOOL_CALL_RESULT",
+        toolCallId=CALL,
+        content=st.one_of(TEXT, JUNK),
+        error=TEXT,
+        messageId=st.one_of(MID, JUNK),
+    ),
     ev("STATE_SNAPSHOT", snapshot=VALUE),
     ev("STATE_DELTA", delta=PATCH),
     ev("ACTIVITY_SNAPSHOT", messageId=MID, activityType=TEXT, content=VALUE),
@@ -293,6 +305,15 @@ AG_UI = [
     ev("TEXT_MESSAGE_CONTENT", messageId=MID, delta=TEXT, subagentRunId=CALL),
     ev("CUSTOM", name=TEXT, value=VALUE),
     ev("MESSAGES_SNAPSHOT", messages=VALUE),
+    ev(
+        "MESSAGES_SNAPSHOT",
+        messages=st.lists(
+            st.one_of(
+                JUNK, st.fixed_dictionaries({"role": st.just("tool")}, optional=TOOL_MESSAGE)
+            ),
+            max_size=3,
+        ),
+    ),
     ev("SOMETHING_NEW", x=VALUE),
 ]
 PI_MESSAGE = st.one_of(

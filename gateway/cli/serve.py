@@ -22,9 +22,11 @@ def cmd_dialects(args: argparse.Namespace) -> int:
     found = registry()
     for name, dialect in found.dialects.items():
         transports = "/".join(t for t in ("ws", "http") if t in dialect.transports)
-        print(f"{name:18} {transports:8} {dialect.summary}")
+        if dialect.in_process is not None:
+            transports = "/".join(t for t in (transports, "in-process") if t)
+        print(f"{name:18} {transports:10} {dialect.summary}")
     for name, why in found.broken.items():
-        print(f"{name:18} {'broken':8} {why}")
+        print(f"{name:18} {'broken':10} {why}")
     return 0
 
 

@@ -23,14 +23,11 @@ def _read_input(path: str) -> bytes:
 def _continued(path: str) -> tuple[str, list[Any]]:
     """The id and the tool parts of the assistant message a body continues (a UIMessage JSON
     file, e.g. the previous response's message as the client holds it)."""
-    from chunkbridge.kit import TurnInput
-    from chunkbridge.protocol_specs.chat_request import ChatRequest
+    from chunkbridge.gateway.devtools.replay import continued_tools
 
     message = json.loads(Path(path).read_text())
-    if not isinstance(message, dict) or message.get("role") != "assistant":
-        raise ValueError("not an assistant UIMessage")
-    request = ChatRequest.model_validate({"messages": [message]})
-    return str(message.get("id") or ""), TurnInput(request, "", "").known_tool_calls()
+    known = continued_tools(message)  # ValueError unless an assistant UIMessage
+    return str(message.get("id") or ""), known
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

@@ -19,11 +19,19 @@ from chunkbridge.gateway.devtools.recordings import read_frames
 from chunkbridge.gateway.registry import get_dialect
 from chunkbridge.gateway.transports.replay import ReplayUpstream
 from chunkbridge.gateway.turn.driver import REPLAY_SETTINGS, TurnDriver
-from chunkbridge.kit import TranslatorOptions, UnknownEventPolicy
+from chunkbridge.kit import TranslatorOptions, TurnInput, UnknownEventPolicy
+from chunkbridge.protocol_specs.chat_request import ChatRequest
+from chunkbridge.translators.core.client_model import KnownToolCall
 from chunkbridge.translators.core.sse_codec import DONE_FRAME
 from chunkbridge.translators.core.turn import Turn, TurnOptions
 
-__all__ = ["golden_diff", "replay_file", "replay_frames", "run_without_waiting"]
+__all__ = [
+    "continued_tools",
+    "golden_diff",
+    "replay_file",
+    "replay_frames",
+    "run_without_waiting",
+]
 
 
 def run_without_waiting(coroutine: Coroutine[Any, Any, Any]) -> Any:
@@ -37,6 +45,18 @@ def run_without_waiting(coroutine: Coroutine[Any, Any, Any]) -> Any:
     raise RuntimeError("the replay waited for something: its upstream never should")
 
 
+def _continuation(message: dict[str, Any]) -> TurnInput:
+    if not isinstance(message, dict) or message.get("role") != "assistant":
+        raise ValueError("not an assistant UIMessage")
+    return TurnInput(ChatRequest.model_validate({"messages": [message]}), "", "")
+
+
+def continued_tools(message: dict[str, Any]) -> list[KnownToolCall]:
+    """The tool parts of an assistant ``UIMessage`` a response continues, as the stream guard
+    knows them in a live continuation (``ValueError`` when it is no such message)."""
+    return _continuation(message).known_tool_calls()
+
+
 def replay_frames(
     dialect: str,
     frames: Iterable[str | bytes],
@@ -46,9 +66,13 @@ def replay_frames(
     unknown_events: UnknownEventPolicy = UnknownEventPolicy.FORWARD,
     message_id: str | None = None,
     settings: Any = None,
+    continued: dict[str, Any] | None = None,
 ) -> bytes:
     """The SSE body (``[DONE]`` included) a recorded session becomes, for the client ``target``
-    and ``reset_step`` say (:class:`~chunkbridge.translators.core.turn.TurnOptions`)."""
+    and ``reset_step`` say (:class:`~chunkbridge.translators.core.turn.TurnOptions`);
+    ``continued``: the assistant message it continues (spec §5.4), whose id it keeps, whose
+    tool parts it may refer to and whose denied approvals it settles first, as a live
+    continuation does."""
     description = get_dialect(dialect)
     if settings is None:
         settings = description.settings()
@@ -56,6 +80,16 @@ def replay_frames(
         TranslatorOptions(unknown_events=unknown_events, settings=settings)
     )
     options = TurnOptions(target=target, reset_step=reset_step, message_id=message_id)
+    if continued is not None:
+        continuation = _continuation(continued)
+        answers = continuation.approval_answers
+        options = TurnOptions(
+            target=target,
+            reset_step=reset_step,
+            message_id=message_id or str(continued.get("id") or "") or None,
+            known_tools=continuation.known_tool_calls(),
+            denied_calls=[answer.tool_call_id for answer in answers if not answer.approved],
+        )
     turn = Turn(translator, options)
     driver = TurnDriver(ReplayUpstream(frames), turn, REPLAY_SETTINGS)
     out: list[bytes] = []

@@ -62,7 +62,8 @@ class _Base:
     @property
     def port(self) -> int:
         assert self.server is not None
-        port: int = self.server.sockets[0].getsockname()[1]
+        # websockets types ``sockets`` as an Iterable before 16 (a list since)
+        port: int = next(iter(self.server.sockets)).getsockname()[1]
         return port
 
     @property

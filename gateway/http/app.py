@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -42,13 +43,14 @@ from chunkbridge.gateway.http.intake import (
     refusal,
     rejected,
 )
-from chunkbridge.gateway.http.sse import ResumeResponse, TurnResponse
+from chunkbridge.gateway.http.sse import QueuedResponse, ResumeResponse, TurnResponse
 from chunkbridge.gateway.http.started import RequireStarted
 from chunkbridge.gateway.http.transcripts import chat_list, chat_messages, delete_chat
 from chunkbridge.gateway.service import NO_UPSTREAM, Gateway, require_dialect
 from chunkbridge.gateway.stores import ResumeStore
 from chunkbridge.gateway.telemetry import TRACE_COMMENT, Telemetry
 from chunkbridge.gateway.telemetry_sdk import server_middleware
+from chunkbridge.gateway.turn.busy import Queued
 
 __all__ = ["create_app"]
 
@@ -88,7 +90,17 @@ async def chat(request: Request) -> Any:
         body_read = True
         chat_request = parse_chat_body(body, config.max_messages)
         forward = authenticate(config, request.headers.get("authorization"), session_id)
-        run = await gateway.open_turn(chat_request, session_id, forward, request_id, started, log)
+        place = await gateway.line_up(chat_request, session_id)
+        if isinstance(place, Queued):  # it waits for the session's turn (busy)
+            log.info("busy.queued", position=place.position, kind=place.waiter.kind.value)
+            opener = functools.partial(
+                gateway.open_queued, place, chat_request=chat_request, forward=forward,
+                request_id=request_id, started=started, log=log,
+            )  # fmt: skip
+            return QueuedResponse(place, opener, request_id, log)
+        run = await gateway.open_turn(
+            chat_request, session_id, forward, request_id, started, log, seat=place
+        )
         return TurnResponse(run)
     except Exception as exc:
         lingering = None if body_read else (config.lingering_bytes, config.lingering_time)

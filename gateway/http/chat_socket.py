@@ -35,9 +35,17 @@ from chunkbridge.gateway.http.intake import (
     parse_chat_request,
     rejected,
 )
+from chunkbridge.gateway.http.sse import (
+    LOST_PLACE_TEXT,
+    QUEUE_TIMEOUT_TEXT,
+    error_ending_chunks,
+    queue_chunk,
+)
 from chunkbridge.gateway.service import Gateway
-from chunkbridge.gateway.turn.run import TurnRun
-from chunkbridge.translators.core.sse_codec import DONE_FRAME
+from chunkbridge.gateway.stores import StoreUnavailable
+from chunkbridge.gateway.turn.busy import Queued
+from chunkbridge.gateway.turn.run import Seat, TurnRun
+from chunkbridge.translators.core.sse_codec import DONE_FRAME, encode_chunk, encode_chunks
 
 __all__ = ["chat_socket"]
 
@@ -172,9 +180,19 @@ class _Connection:
             if frame.get("messageId") is not None:
                 raw["messageId"] = frame["messageId"]
             chat_request = parse_chat_request(raw, gateway.config.max_messages)
-            run = await gateway.open_turn(
-                chat_request, self.session_id, self.forward, request.request_id, started, log
-            )
+            place = await gateway.line_up(chat_request, self.session_id)
+            waited = isinstance(place, Queued)
+            if isinstance(place, Queued):  # it waits for the session's turn (busy)
+                await self.control("start", request.request_id)
+                opened = await self.wait_in_line(request, place, chat_request, started, log)
+                if opened is None:
+                    return
+                run = opened
+            else:
+                run = await gateway.open_turn(
+                    chat_request, self.session_id, self.forward, request.request_id, started,
+                    log, seat=place,
+                )  # fmt: skip
         except Exception as exc:
             error = rejected(gateway.metrics, log, exc, started, transport="websocket")
             with contextlib.suppress(Exception):
@@ -182,7 +200,8 @@ class _Connection:
             return
         request.run = run
         try:
-            await self.control("start", request.request_id)
+            if not waited:
+                await self.control("start", request.request_id)
             # shielded: the race cancels what it waited on, and the socket's close is shared
             if await run.deliver(self.writer(request), asyncio.shield(self.closed)):
                 await self.control("end", request.request_id)
@@ -191,6 +210,52 @@ class _Connection:
         finally:
             request.run = None
             await run.end()
+
+    async def wait_in_line(
+        self, request: _Request, queued: Queued, chat_request: Any, started: float, log: Any
+    ) -> TurnRun | None:
+        """A request waiting for its session's turn, as the POST's waits
+        (:class:`~chunkbridge.gateway.http.sse.QueuedResponse`): ``start`` and its position as
+        chunks, then its turn — or ``None`` when it ended first (its ending written: an
+        ``error`` chunk and ``end``; nothing when the socket went away or it was aborted)."""
+        write = self.writer(request)
+        log.info("busy.queued", position=queued.position, kind=queued.waiter.kind.value)
+        seat = None
+        try:
+            await write(encode_chunk({"type": "start", "messageId": queued.message_id}))
+
+            async def say(position: int) -> None:
+                await write(encode_chunk(queue_chunk(position)))
+
+            async def keepalive() -> None:
+                pass  # (the socket has its own pings)
+
+            waiting = queued.wait(say, keepalive)
+            seat = await _until_closed(waiting, self.closed)
+            if seat is None:
+                text = QUEUE_TIMEOUT_TEXT if not self.closed.done() else ""
+            else:
+                await say(0)
+                opened = await self.gateway.open_queued(
+                    queued, seat, chat_request, self.forward, request.request_id, started, log
+                )
+                seat = None  # (the run holds it now)
+                return opened
+        except (StoreUnavailable, GatewayError) as exc:
+            log.warning("busy.ended", error=type(exc).__name__, detail=str(exc)[:200])
+            text = LOST_PLACE_TEXT if isinstance(exc, StoreUnavailable) else exc.client_message
+        except Exception as exc:  # a bug of ours, or the socket gone while writing
+            log.error("busy.open_failed", exc_info=exc)
+            text = GatewayError.client_message
+        finally:
+            await queued.leave()
+            if seat is not None:
+                await seat.free()
+        if text and not self.closed.done():
+            with contextlib.suppress(Exception):
+                await write(encode_chunks(error_ending_chunks(text)))
+                await self.control("end", request.request_id)
+        return None
 
     async def resume(self, request: _Request, frame: dict[str, Any]) -> None:
         gateway = self.gateway
@@ -208,6 +273,21 @@ class _Connection:
             async for body in bodies:
                 await write(body)
             await self.control("end", request.request_id)
+
+
+async def _until_closed(waiting: Any, closed: asyncio.Future[None]) -> Seat | None:
+    """``waiting``'s seat, or ``None`` when the socket closes first."""
+    task = asyncio.ensure_future(waiting)
+    done, _ = await asyncio.wait(
+        {task, asyncio.shield(closed)}, return_when=asyncio.FIRST_COMPLETED
+    )
+    if task in done:
+        result: Seat | None = task.result()
+        return result
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await task
+    return None
 
 
 async def chat_socket(websocket: WebSocket) -> None:

@@ -14,11 +14,25 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-from chunkbridge.gateway.turn.run import TurnRun, until_first
+from chunkbridge.gateway.errors import GatewayError
+from chunkbridge.gateway.stores import StoreUnavailable
+from chunkbridge.gateway.turn.busy import Queued
+from chunkbridge.gateway.turn.run import Seat, TurnRun, until_first
 from chunkbridge.protocol_specs.ui_message_stream import RESPONSE_HEADERS
-from chunkbridge.translators.core.sse_codec import DONE_FRAME, STREAM_OPEN_FRAME
+from chunkbridge.translators.core.sse_codec import (
+    DONE_FRAME,
+    KEEPALIVE_FRAME,
+    STREAM_OPEN_FRAME,
+    encode_chunk,
+    encode_chunks,
+)
 
-__all__ = ["ResumeResponse", "TurnResponse", "wait_for_disconnect"]
+__all__ = ["QueuedResponse", "ResumeResponse", "TurnResponse", "wait_for_disconnect"]
+
+#: The ``error`` of a message that waited ``queue_timeout`` for its turn.
+QUEUE_TIMEOUT_TEXT = "The session stayed busy for too long; the message was not answered."
+#: The ``error`` of a message whose place in the line lapsed (its instance lost Redis).
+LOST_PLACE_TEXT = "The message lost its place in the queue; please send it again."
 
 #: The response headers of every stream (``x-request-id`` is added per response).
 _HEADERS = [(name.encode(), value.encode()) for name, value in RESPONSE_HEADERS.items()]
@@ -42,6 +56,36 @@ async def _open(
     await send({"type": "http.response.body", "body": STREAM_OPEN_FRAME, "more_body": True})
 
 
+def _writer(send: Send) -> Callable[[bytes], Awaitable[None]]:
+    def write(body: bytes) -> Awaitable[None]:
+        # hands back the server's awaitable instead of being a coroutine itself (one
+        # coroutine less per write)
+        return send({"type": "http.response.body", "body": body, "more_body": True})
+
+    return write
+
+
+async def _deliver(
+    run: TurnRun,
+    receive: Any,
+    send: Send,
+    opens: bool = True,
+    headers: list[tuple[bytes, bytes]] | None = None,
+) -> None:
+    """The run through ``send`` (``opens``: the response's head first, with ``headers`` too),
+    then ``[DONE]``; the run's end whatever happens."""
+    try:
+        if opens:
+            await _open(send, run.request_id, headers)
+        if await run.deliver(_writer(send), wait_for_disconnect(receive)):
+            await send({"type": "http.response.body", "body": DONE_FRAME, "more_body": False})
+            run.count_done_frame()
+    except OSError:  # the client went away during a send (ASGI spec >= 2.4 servers)
+        run.client_disconnected = True
+    finally:
+        await run.end()
+
+
 class TurnResponse:
     """The SSE body of one turn: the run delivered through ASGI ``send``, then ``[DONE]``
     (``headers``: more response headers, an app's own)."""
@@ -51,22 +95,102 @@ class TurnResponse:
         self.headers = headers
 
     async def __call__(self, scope: Any, receive: Any, send: Send) -> None:
-        run = self.run
+        await _deliver(self.run, receive, send, headers=self.headers)
 
-        def write(body: bytes) -> Awaitable[None]:
-            # hands back the server's awaitable instead of being a coroutine itself (one
-            # coroutine less per write)
-            return send({"type": "http.response.body", "body": body, "more_body": True})
 
+def queue_chunk(position: int) -> dict[str, Any]:
+    """The transient ``data-queue`` part: a waiting request's position (0: it runs)."""
+    return {"type": "data-queue", "data": {"position": position}, "transient": True}
+
+
+def error_ending_chunks(text: str) -> list[dict[str, Any]]:
+    """How a request that waited ends without its turn: ``error`` + ``finish``."""
+    return [{"type": "error", "errorText": text}, {"type": "finish", "finishReason": "error"}]
+
+
+class QueuedResponse:
+    """The SSE body of a request that waits for its session's turn (``busy``): ``start`` (the
+    answer's id) at once, then a transient ``data-queue`` part with its position on entering
+    and whenever it changes (1: it runs next; 0: it runs now), keep-alive comments meanwhile;
+    once it holds the turn, the turn's own stream (its ``start`` repeats the id) as
+    :class:`TurnResponse` delivers it. A request
+    that waits ``queue_timeout``, or cannot open its turn after waiting, ends with ``error`` +
+    ``finish``. A client that goes away leaves the line (those behind it move up)."""
+
+    def __init__(
+        self,
+        queued: Queued,
+        open_turn: Callable[[Seat], Awaitable[TurnRun]],
+        request_id: str,
+        log: Any,
+    ) -> None:
+        self.queued = queued
+        self.open_turn = open_turn
+        self.request_id = request_id
+        self.log = log
+        self._seat: Seat | None = None
+
+    async def __call__(self, scope: Any, receive: Any, send: Send) -> None:
+        queued, write = self.queued, _writer(send)
+        run: TurnRun | None = None
         try:
-            await _open(send, run.request_id, self.headers)
-            if await run.deliver(write, wait_for_disconnect(receive)):
-                await send({"type": "http.response.body", "body": DONE_FRAME, "more_body": False})
-                run.count_done_frame()
-        except OSError:  # the client went away during a send (ASGI spec >= 2.4 servers)
-            run.client_disconnected = True
+            await _open(send, self.request_id)
+            await write(encode_chunk({"type": "start", "messageId": queued.message_id}))
+            if not await until_first(self._wait(write), wait_for_disconnect(receive)):
+                self.log.info("busy.left", position=queued.position)
+                queued.gateway.metrics.busy.labels("left").inc()
+                return  # the client went away
+            seat, self._seat = self._seat, None
+            if seat is None:
+                self.log.info("busy.timeout", status=200)
+                await self._fail(send, QUEUE_TIMEOUT_TEXT)
+                return
+            try:
+                run = await self.open_turn(seat)
+            except Exception as exc:  # (the waiting response began: an error chunk now)
+                if isinstance(exc, GatewayError):
+                    self.log.warning(
+                        "busy.open_failed", error=type(exc).__name__, detail=exc.detail
+                    )
+                    await self._fail(send, exc.client_message)
+                else:  # a bug of ours: the detail goes to the log only
+                    self.log.error("busy.open_failed", exc_info=exc)
+                    await self._fail(send, GatewayError.client_message)
+                return
+        except OSError:
+            return  # the client went away during a send
+        except StoreUnavailable as exc:  # its place lapsed, or the line is out of reach
+            self.log.warning("busy.lost_place", error=str(exc)[:200])
+            with contextlib.suppress(OSError):
+                await self._fail(send, LOST_PLACE_TEXT)
+            return
+        except GatewayError as exc:  # the instance drains
+            self.log.info("busy.ended", error=type(exc).__name__, detail=exc.detail)
+            with contextlib.suppress(OSError):
+                await self._fail(send, exc.client_message)
+            return
         finally:
-            await run.end()
+            if run is None:
+                await queued.leave()
+                if self._seat is not None:  # (admitted as its client went away)
+                    await self._seat.free()
+        await _deliver(run, receive, send, opens=False)
+
+    async def _wait(self, write: Callable[[bytes], Awaitable[None]]) -> None:
+        async def say(position: int) -> None:
+            await write(encode_chunk(queue_chunk(position)))
+
+        async def keepalive() -> None:
+            await write(KEEPALIVE_FRAME)
+
+        self._seat = await self.queued.wait(say, keepalive)
+        if self._seat is not None:
+            await say(0)  # it runs: 0, what a page clears its "waiting" sign on
+
+    @staticmethod
+    async def _fail(send: Send, text: str) -> None:
+        body = encode_chunks(error_ending_chunks(text)) + DONE_FRAME
+        await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
 class ResumeResponse:

@@ -33,6 +33,7 @@ from chunkbridge.gateway.stores.base import (
 
 if TYPE_CHECKING:
     from chunkbridge.gateway.config import GatewayConfig
+    from chunkbridge.gateway.stores.redis_line import RedisLine
     from chunkbridge.gateway.stores.redis_relay import RedisRelay
     from chunkbridge.gateway.stores.redis_takeover import RedisTakeovers
 
@@ -67,12 +68,17 @@ class Stores:
     #: holds each turn.
     checkpoints: CheckpointStore | None = None
     takeovers: RedisTakeovers | None = None
+    #: ``resume = redis``: the sessions' lines (``busy``) and their answers, every instance's;
+    #: otherwise the process's own (:class:`~chunkbridge.gateway.stores.local_line.LocalLines`).
+    line: RedisLine | None = None
 
     async def start(self) -> None:
         """Connect what needs it; fails the start-up (:class:`StoreUnavailable`, or Redis's
         error) when a configured store is not there."""
         if self.resume is not None:
             await self.resume.start()
+        if self.line is not None:
+            await self.line.start()
         if self.relay is not None:
             await self.relay.start()
         if self.transcripts is not None:
@@ -80,6 +86,8 @@ class Stores:
 
     async def aclose(self) -> None:
         await self.approvals.aclose()
+        if self.line is not None:
+            await self.line.aclose()
         if self.relay is not None:
             await self.relay.aclose()
         if self.resume is not None:
@@ -96,17 +104,17 @@ def open_stores(config: GatewayConfig, log: Any, on_skipped: Callable[[], None])
     if config.resume == "redis":
         from chunkbridge.gateway.stores.redis import open_redis_stores
 
-        resume, approvals, relay = open_redis_stores(config, log)
+        resume, approvals, relay, line = open_redis_stores(config, log)
         from chunkbridge.gateway.stores.transcript_sql import SqlTranscriptStore
 
         if not config.durable or not isinstance(transcripts, SqlTranscriptStore):
-            return Stores(resume, approvals, transcripts, relay)
+            return Stores(resume, approvals, transcripts, relay, line=line)
         from chunkbridge.gateway.stores.checkpoint_sql import SqlCheckpointStore
         from chunkbridge.gateway.stores.redis_takeover import RedisTakeovers
 
         checkpoints = SqlCheckpointStore(transcripts.database)
         takeovers = RedisTakeovers(resume.redis, resume.instance, config.owner_lease, log)
-        return Stores(resume, approvals, transcripts, relay, checkpoints, takeovers)
+        return Stores(resume, approvals, transcripts, relay, checkpoints, takeovers, line)
     from chunkbridge.gateway.stores.memory import MemoryApprovalLedger, MemoryResumeStore
 
     memory = MemoryResumeStore(config.resume_ttl) if config.resume == "memory" else None

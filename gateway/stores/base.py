@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+from chunkbridge.gateway.stores.line import Entry, Waiter
 
 if TYPE_CHECKING:
     from chunkbridge.gateway.stores.transcript_sql import Cursor, Database
@@ -18,7 +20,9 @@ __all__ = [
     "ChunkSink",
     "Claim",
     "Forget",
+    "Interruptible",
     "Key",
+    "Line",
     "ResumeLog",
     "ResumeStore",
     "Save",
@@ -75,6 +79,15 @@ class Stoppable(Protocol):
         lapse): it ends here without another word — to its log, its record or its upstream."""
 
 
+@runtime_checkable
+class Interruptible(Protocol):
+    """A running turn that a new user message can interrupt (``busy = interrupt``)."""
+
+    def interrupt(self, by: str) -> bool:
+        """End the turn as a stop would, its ``finish`` saying it was interrupted by the user
+        message ``by``; ``False`` when it had already ended (or was stopping)."""
+
+
 class ResumeStore(Protocol):
     """Chunk logs of running and recently finished responses, stops, and the per-session turn
     rule across instances."""
@@ -89,6 +102,9 @@ class ResumeStore(Protocol):
     async def stop(self, key: Key) -> bool:
         """Stop the turn of ``key`` wherever it runs; whether one was running."""
 
+    async def interrupt(self, session_id: str, by: str) -> None:
+        """Interrupt every turn of the session wherever it runs (:class:`Interruptible`)."""
+
     async def acquire_turn(self, session_id: str, limit: int) -> str:
         """Hold one of the session's ``limit`` turns across instances; the member to release.
         Raises :class:`~chunkbridge.gateway.errors.TurnInProgress` when none is free."""
@@ -98,6 +114,34 @@ class ResumeStore(Protocol):
     async def start(self) -> None: ...
 
     async def aclose(self) -> None: ...
+
+
+class Line(Protocol):
+    """The sessions' lines (:mod:`~chunkbridge.gateway.stores.line`): one process's
+    (``memory``) or every instance's (``redis``), each decision atomic. A request admitted holds
+    one of the session's turns under its waiter's ``member``."""
+
+    async def enter(self, session_id: str, waiter: Waiter, limit: int, queue_max: int) -> Entry:
+        """Run now (a turn was free and nobody waits), or wait (its position), or refused."""
+
+    async def take(self, session_id: str, member: str, limit: int) -> Entry:
+        """A waiting request looks again: admitted, still waiting, or gone (its entry lapsed)."""
+
+    async def leave(self, session_id: str, member: str) -> None: ...
+
+    async def head(self, session_id: str) -> Waiter | None:
+        """The first waiting request, if any."""
+
+    async def changed(self, session_id: str, within: float) -> None:
+        """Until the session's line may have changed (a turn freed, a request left), or
+        ``within`` seconds."""
+
+    def note_answer(self, key: Key, message_id: str, user_id: str, ttl: float) -> None:
+        """``key``'s newest answer is ``message_id`` (it answers the user message ``user_id``),
+        kept ``ttl`` seconds (the stale guard compares with it). Never waits."""
+
+    async def answer_of(self, key: Key) -> tuple[str, str] | None:
+        """``key``'s newest answer noted: (its message id, the user message it answers)."""
 
 
 class Claim(Protocol):
@@ -253,7 +297,7 @@ class Forget:
     fence: int
 
 
-#: What a durable turn writes of itself, in the transcript writer's transactions.
+#: What a durable turn writes of itself, in the store writer's transactions.
 TurnWrite = Save | Forget
 
 
@@ -265,9 +309,10 @@ class CheckpointStore(Protocol):
     Every async method may raise :class:`StoreUnavailable`."""
 
     def apply(self, cur: Cursor, writes: Sequence[TurnWrite]) -> list[bool]:
-        """Do ``writes`` in the caller's transaction (the transcript writer's batches), each
-        saying whether it landed: ``False`` when a higher fence holds the turn, or — a save
-        past the first — when the turn has no row (it ended)."""
+        """Do ``writes`` in the caller's transaction (the store writer's batches), each saying
+        whether it landed: a save ``False`` when a higher fence holds the turn, or — past the
+        first — when the turn has no row (it ended); a forget always (fenced off, it is
+        another instance's to do)."""
 
     async def claim(self, key: Key, fence: int) -> Claimed | None:
         """Hold the turn under ``fence`` from now on (the lower ones' writes fail), counting

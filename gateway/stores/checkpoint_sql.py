@@ -1,6 +1,6 @@
 """Durable turns' checkpoints in the transcript's SQL database (``cb_turns``): one row per
 running turn — its newest checkpoint, its sequence number and the fence it was written under
-(:class:`~chunkbridge.gateway.stores.base.CheckpointStore`). A turn's writes go in the transcript
+(:class:`~chunkbridge.gateway.stores.base.CheckpointStore`). A turn's writes go in the store
 writer's transactions (:class:`~chunkbridge.gateway.stores.writer.StoreWriter`): the checkpoints
 of turns that write at once share one commit.
 

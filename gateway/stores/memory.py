@@ -13,7 +13,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Sequence
 
-from chunkbridge.gateway.stores.base import ANSWERED, Claim, Key, Stoppable
+from chunkbridge.gateway.stores.base import ANSWERED, Claim, Interruptible, Key, Stoppable
 from chunkbridge.translators.core.approvals import IssuedApproval
 
 __all__ = ["ChunkLog", "MemoryApprovalLedger", "MemoryResumeStore"]
@@ -103,6 +103,11 @@ class MemoryResumeStore:
     async def stop(self, key: Key) -> bool:
         turn = self._running.get(key)
         return turn is not None and turn.stop()
+
+    async def interrupt(self, session_id: str, by: str) -> None:
+        for key, turn in list(self._running.items()):
+            if key[0] == session_id and isinstance(turn, Interruptible):
+                turn.interrupt(by)
 
     async def acquire_turn(self, session_id: str, limit: int) -> str:
         return ""

@@ -19,6 +19,10 @@ from chunkbridge.gateway.stores.transcript_sql import Cursor
 
 __all__ = ["PostgresDatabase"]
 
+#: Errors about what a statement carried (a value the database will not take, a broken
+#: statement), not about the database being there: not retried as if it were down.
+_REFUSED = (psycopg.DataError, psycopg.IntegrityError, psycopg.ProgrammingError)
+
 T = TypeVar("T")
 #: Connections (and threads) per instance.
 POOL_SIZE = 4
@@ -98,6 +102,8 @@ class PostgresDatabase:
 
         try:
             return await self._run(run)
+        except _REFUSED:  # the data, not the database: the caller's to find (the writer does)
+            raise
         except psycopg.Error as exc:  # the pool's timeout is one too
             raise StoreUnavailable(f"PostgreSQL store: {exc}") from exc
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import redis.asyncio as aioredis
 
 from chunkbridge.gateway.stores.base import Claim
+from chunkbridge.gateway.stores.redis_line import LINE_CHANNEL, RedisLine
 from chunkbridge.gateway.stores.redis_relay import RedisRelay
 from chunkbridge.gateway.stores.redis_resume import RedisResumeStore
 from chunkbridge.translators.core.approvals import IssuedApproval
@@ -37,13 +38,16 @@ return 1
 
 def open_redis_stores(
     config: GatewayConfig, log: Any
-) -> tuple[RedisResumeStore, RedisApprovalLedger, RedisRelay]:
-    """The resume store, the approval ledger and the relay of ``config.redis_url``, on one
-    client."""
+) -> tuple[RedisResumeStore, RedisApprovalLedger, RedisRelay, RedisLine]:
+    """The resume store, the approval ledger, the relay and the sessions' lines of
+    ``config.redis_url``, on one client."""
     client = aioredis.Redis.from_url(config.redis_url, socket_timeout=5, socket_connect_timeout=5)
     resume = RedisResumeStore(client, config.resume_ttl, config.owner_lease, log)
+    if config.busy != "reject":  # requests wait for a turn: a turn freed is told
+        resume.announce_releases, resume.line_channel = True, LINE_CHANNEL
     relay = RedisRelay(client, resume.instance, log)
-    return resume, RedisApprovalLedger(client, config.approval_ttl, log), relay
+    ledger = RedisApprovalLedger(client, config.approval_ttl, log)
+    return resume, ledger, relay, RedisLine(resume)
 
 
 class RedisApprovalLedger:

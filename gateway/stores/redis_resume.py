@@ -34,7 +34,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from chunkbridge.gateway.errors import TurnInProgress
-from chunkbridge.gateway.stores.base import Key, Stoppable, StoreUnavailable
+from chunkbridge.gateway.stores.base import Interruptible, Key, Stoppable, StoreUnavailable
 from chunkbridge.gateway.stores.redis_follow import DURABLE, follow, member
 
 __all__ = ["RedisChunkLog", "RedisResumeStore"]
@@ -223,6 +223,10 @@ class RedisResumeStore:
         #: The durable turns this instance holds, and the token of its hold on each (their
         #: leases renew their entry among the durable turns).
         self.durable: dict[Key, str] = {}
+        #: ``busy`` other than ``reject``: a turn freed is told on ``line_channel``
+        #: (:mod:`~chunkbridge.gateway.stores.redis_line`, which sets them).
+        self.announce_releases = False
+        self.line_channel = ""
 
     async def start(self) -> None:
         await self.redis.ping()
@@ -268,6 +272,11 @@ class RedisResumeStore:
         self._turns.setdefault(session_id, []).append(member)
         return member
 
+    def held(self, session_id: str, member: str) -> None:
+        """A turn of the session the line admitted (``redis_line``): renewed and released like
+        one :meth:`acquire_turn` held."""
+        self._turns.setdefault(session_id, []).append(member)
+
     async def release_turn(self, session_id: str, member: str) -> None:
         members = self._turns.get(session_id, [])
         if member in members:
@@ -279,6 +288,8 @@ class RedisResumeStore:
         with contextlib.suppress(RedisError, OSError, TimeoutError):
             async with asyncio.timeout(RELEASE_TIMEOUT):
                 await self.redis.zrem(f"{_PREFIX}:turns:{session_id}", member)
+                if self.announce_releases:  # the requests waiting for a turn look again
+                    await self.redis.publish(self.line_channel, session_id)
 
     # -- producing -----------------------------------------------------------------------------
 
@@ -451,7 +462,19 @@ class RedisResumeStore:
         await self.redis.publish(_STOP_CHANNEL, f"{key[0]}\x00{key[1]}")
         return True
 
+    async def interrupt(self, session_id: str, by: str) -> None:
+        """Interrupt the session's turns wherever they run (a new user message, ``by``)."""
+        self._interrupt_here(session_id, by)
+        await self.redis.publish(_STOP_CHANNEL, f"{session_id}\x00\x00{by}")
+
+    def _interrupt_here(self, session_id: str, by: str) -> None:
+        for key, (turn, _) in list(self._running.items()):
+            if key[0] == session_id and isinstance(turn, Interruptible):
+                turn.interrupt(by)
+
     async def _listen_for_stops(self) -> None:
+        """Stops (``session\0chat``) and interrupts (``session\0\0by``: every turn of the
+        session) for the turns this instance runs."""
         while True:
             try:
                 pubsub = self.redis.pubsub()
@@ -459,7 +482,10 @@ class RedisResumeStore:
                 async for message in pubsub.listen():
                     if message.get("type") != "message":
                         continue
-                    session, _, chat = message["data"].decode().partition("\x00")
+                    session, chat, *by = message["data"].decode().split("\x00")
+                    if not chat and by:
+                        self._interrupt_here(session, by[0])
+                        continue
                     turn = self.running((session, chat))
                     if turn is not None:
                         turn.stop()

@@ -17,6 +17,8 @@ from chunkbridge.gateway.stores.transcript_sql import Cursor
 __all__ = ["SqliteDatabase"]
 
 T = TypeVar("T")
+#: Errors about what a statement carried, not about the file being there (see postgres.py).
+_REFUSED = (sqlite3.DataError, sqlite3.IntegrityError, sqlite3.ProgrammingError)
 
 
 class SqliteDatabase:
@@ -62,6 +64,8 @@ class SqliteDatabase:
 
         try:
             return await self._run(run)
+        except _REFUSED:  # the data, not the database: the caller's to find (the writer does)
+            raise
         except sqlite3.Error as exc:
             raise StoreUnavailable(f"SQLite store {self.path}: {exc}") from exc
 

@@ -8,11 +8,15 @@ others to share its transaction (a group commit: each transaction costs two thre
 besides the database's own work, and a busy gateway starts hundreds of turns a second).
 
 A batch that fails because the database is down is retried with backoff, then given up and
-reported: a ``transcript.write_failed`` log line and the
-``chunkbridge_transcript_writes{outcome="failed"}`` metric (both counted per write); the
-client's stream is never touched. What must be written before the client may send its next
-message (the answer, with ``history = stored``) is awaited where the turn ends, bounded by a
-timeout (:meth:`StoreWriter.settled`), and that wait ends the linger at once.
+reported: a ``transcript.write_failed`` log line (its ``writes``: the batch's, checkpoints
+included) and the ``chunkbridge_transcript_writes{outcome="failed"}`` metric (messages only: a
+checkpoint not written is the turn's to report, ``turn.not_durable``); the client's stream is
+never touched. A write the database refuses for what it carries (not because it is down) is not
+retried: the batch's writes are tried alone, so only that one fails.
+
+What must be written before the client may send its next message (the answer, with ``history =
+stored``) is awaited where the turn ends, bounded by a timeout (:meth:`StoreWriter.settled`),
+and that wait ends the linger at once.
 
 A durable turn's checkpoint (:meth:`StoreWriter.record`) is awaited by its turn, so it does not
 linger: it goes in the next transaction, with whatever else is queued by then — the checkpoints
@@ -73,6 +77,8 @@ class StoreWriter:
         self._delays = delays
         self._queue: asyncio.Queue[_Queued] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
+        #: Drained: what comes later is not written (the database is being closed).
+        self._closed = False
 
     def submit(self, put: Put, what: str) -> asyncio.Future[bool]:
         """Queue ``put``; the future says whether it was written (never raises)."""
@@ -90,7 +96,11 @@ class StoreWriter:
 
     def _queued(self, write: Put | TurnWrite, what: str) -> asyncio.Future[Any]:
         done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        if self._task is None:
+        if self._closed:
+            self._log.warning("transcript.write_after_close", what=what)
+            _answer(write, done, None)
+            return done
+        if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._run(), name="chunkbridge-store-writer")
         self._queue.put_nowait((write, what, done))
         return done
@@ -106,9 +116,22 @@ class StoreWriter:
             return False
 
     async def _run(self) -> None:
+        batch: list[_Queued] = []
+        try:
+            await self._batches(batch)
+        finally:  # stopped (drained, or a bug): nobody waits forever for a write not done
+            while not self._queue.empty():
+                batch.append(self._queue.get_nowait())
+            for write, _, done in batch:
+                _answer(write, done, None)
+                self._queue.task_done()
+
+    async def _batches(self, batch: list[_Queued]) -> None:
+        """Write what is queued, a batch at a time (``batch``: the one being written)."""
         queue = self._queue
         while True:
-            batch = [await queue.get()]
+            batch.clear()
+            batch.append(await queue.get())
             if not self._hurry.is_set():
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(self._linger):
@@ -120,9 +143,9 @@ class StoreWriter:
             if results is None:  # not the database: our own bug; find the write, save the rest
                 results = [(await self._attempt([one]) or [None])[0] for one in batch]
             for (write, _, done), landed in zip(batch, results, strict=True):
-                if not done.done():  # (a message not written: False)
-                    done.set_result(landed is True if isinstance(write, Put) else landed)
+                _answer(write, done, landed)
                 queue.task_done()
+            batch.clear()
 
     async def _attempt(self, batch: list[_Queued]) -> list[bool | None] | None:
         """Write ``batch`` in one transaction, retrying while the database is down: each
@@ -174,7 +197,9 @@ class StoreWriter:
         return [True if isinstance(write, Put) else next(landed) for write in writes]
 
     async def drain(self, grace: float) -> None:
-        """Finish the queued writes (up to ``grace`` seconds), then stop."""
+        """Finish the queued writes (up to ``grace`` seconds), then stop: a write not done
+        by then, or asked for later, is answered as not written."""
+        self._closed = True
         if self._task is None:
             return
         self._hurry.set()
@@ -185,3 +210,9 @@ class StoreWriter:
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
         self._task = None
+
+
+def _answer(write: Put | TurnWrite, done: asyncio.Future[Any], landed: bool | None) -> None:
+    """Tell a write's waiter its outcome (a message not written: ``False``)."""
+    if not done.done():
+        done.set_result(landed is True if isinstance(write, Put) else landed)

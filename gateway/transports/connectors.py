@@ -121,6 +121,13 @@ class HttpSseConnector:
 def connector_for(dialect: Dialect, config: GatewayConfig) -> Connector:
     """The connector for this dialect and upstream URL; :class:`ConfigError` when the dialect
     does not speak the URL's transport."""
+    contract = dialect.in_process
+    if contract is not None and dialect.in_process_only:
+        raise ConfigError(
+            f"dialect {dialect.name!r} is in-process only: its events are "
+            f"{contract.events}, which your own Python app streams "
+            f"(pip install 'chunkbridge[{contract.extra}]'); it cannot front an upstream URL"
+        )
     scheme = urlsplit(config.upstream).scheme
     if scheme in ("ws", "wss"):
         if dialect.websocket is None:

@@ -95,6 +95,9 @@ class LoopParts:
     replays: Callable[[str], bool] = lambda name: False
     #: The turn's run id (the first part of each call's idempotency key).
     run_id: str = ""
+    #: ``busy = steer``: at a step boundary, the id of the user message that steers the turn
+    #: (it ends there and the loop goes on in the answer to it), or ``None``.
+    steer: Callable[[], Awaitable[str | None]] | None = None
 
 
 class NotOpened:
@@ -266,6 +269,10 @@ class AgentDriver(TurnDriver):
         assert ended is not None
         self.parts.trace.upstream_ended(ended.message_metadata, ended.finish_reason)
         ending = self.loop.step_ended(ended)
+        if ending is None and self.parts.steer is not None:
+            by = await self.parts.steer()
+            if by is not None:  # the model is called again, with the new message after these
+                ending = self.loop.steered(by, ended)
         if ending is not None:
             await self._write(write, encode_chunks(self.turn.close(ending)))
             return
@@ -297,7 +304,9 @@ class AgentDriver(TurnDriver):
         previous = self.upstream
         message = self._message()
         try:
-            upstream = await self._open_step(message)
+            upstream = await self._unless_stopped(self._open_step(message))
+            if upstream is None:
+                return  # stopped while the model was called: the run loop writes the ending
         except GatewayError as exc:
             await self._write(write, self._failed(exc))
             return
@@ -310,6 +319,23 @@ class AgentDriver(TurnDriver):
         self.join.next_step(self._step_translator())
         self.loop.model_called()
         self.deadlines.event(self.clock())  # the tools' time is not the model's silence
+
+    async def _unless_stopped(self, opening: Awaitable[Upstream]) -> Upstream | None:
+        """``opening``'s upstream, or ``None`` when the turn is stopped first (a Stop, a new
+        message that interrupts it): a model slow to answer does not hold the turn's end."""
+        opened = asyncio.ensure_future(opening)
+        stopped = asyncio.ensure_future(self._stopped.wait())
+        try:
+            await asyncio.wait({opened, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopped.cancel()
+        if self._stopped.is_set() or not opened.done():
+            opened.cancel()
+            await asyncio.wait({opened})
+            if not opened.cancelled() and opened.exception() is None:
+                await opened.result().aclose(abort=True)  # (it opened just then: let it go)
+            return None
+        return opened.result()
 
     async def _results(self, write: Write) -> bool:
         """Write each running call's result as it arrives, and their progress; ``False`` when

@@ -90,11 +90,19 @@ class FaultPlan:
         number, _, when = value.partition(":")
         return cls(int(number), when == "after") if number.isdigit() else cls()
 
-    def point(self, after: bool) -> None:
-        """At a checkpoint write (before it, or after it): the process dies here if planned."""
-        if not after:
-            self.count += 1
-        if self.at and self.count == self.at and self.after == after:
+    def before(self) -> int:
+        """A checkpoint write begins: its number in this process (the process dies here if
+        planned so)."""
+        self.count += 1
+        self._kill_at(self.count, after=False)
+        return self.count
+
+    def landed(self, number: int) -> None:
+        """Checkpoint write ``number`` landed (others may have begun meanwhile)."""
+        self._kill_at(number, after=True)
+
+    def _kill_at(self, number: int, after: bool) -> None:
+        if self.at and number == self.at and self.after == after:
             os.kill(os.getpid(), signal.SIGKILL)
 
 
@@ -161,7 +169,7 @@ class Checkpointer:
         if self.broken:
             return
         fault = self.services.fault
-        fault.point(after=False)
+        number = fault.before()
         try:
             if self.log is not None and not await self.log.flushed():
                 raise Fenced("Redis refused the turn's chunks: another instance holds it")
@@ -174,7 +182,7 @@ class Checkpointer:
         if not saved:
             raise Fenced(f"the turn is held under a higher fence than {self.fence}")
         self.last = checkpoint
-        fault.point(after=True)
+        fault.landed(number)
 
     async def _unrecorded(self, exc: Exception) -> None:
         """A checkpoint could not be written: the turn goes on without any (a takeover from
@@ -319,6 +327,8 @@ class DurableDriver(AgentDriver):
         self._leaving = False
         #: A takeover's first model call, and what readers saw of its step.
         self._redo: tuple[Callable[[], Awaitable[Upstream]], list[Chunk]] | None = None
+        #: Where the model call being opened writes (a redone step's withdrawal).
+        self._writes: Write | None = None
 
     def hand_over(self) -> bool:
         self._leaving = True
@@ -337,19 +347,26 @@ class DurableDriver(AgentDriver):
         self._redo = (opening, shown)
 
     async def _open_model(self, write: Write) -> None:
-        redo = self._redo
-        if redo is not None and self.turn.guard.reset_step and withdrawable(redo[1]):
-            # a client that takes reset-step: what it saw of the step is withdrawn, and the
-            # redone step is shown as the model streams it now
-            withdrawn = self.turn.emit([{"type": "reset-step"}])
-            await self._write(write, encode_chunks(withdrawn))
-            self._redo = (redo[0], [*redo[1], *withdrawn])
+        self._writes = write  # (a redone step's withdrawal is written once its call opened)
         await super()._open_model(write)
 
     def _open_step(self, message: dict[str, Any]) -> Awaitable[Upstream]:
         if self._redo is not None:
-            return self._redo[0]()
+            return self._open_redo(*self._redo)
         return super()._open_step(message)
+
+    async def _open_redo(
+        self, opening: Callable[[], Awaitable[Upstream]], shown: list[Chunk]
+    ) -> Upstream:
+        """The redone model call; then, for a client that takes ``reset-step``, what it saw of
+        the step is withdrawn, and the redone step is shown as the model streams it now (a
+        call that fails leaves what was shown as it was)."""
+        upstream = await opening()
+        if self.turn.guard.reset_step and withdrawable(shown) and self._writes is not None:
+            withdrawn = self.turn.emit([{"type": "reset-step"}])
+            await self._write(self._writes, encode_chunks(withdrawn))
+            self._redo = (opening, [*shown, *withdrawn])
+        return upstream
 
     def _step_translator(self) -> EventTranslator:
         redo, self._redo = self._redo, None

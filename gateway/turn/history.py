@@ -16,7 +16,7 @@ from typing import Any
 
 from chunkbridge.translators.core.message_tools import is_tool
 
-__all__ = ["AWAITING_STATES", "conversation", "shown", "with_answers"]
+__all__ = ["AWAITING_STATES", "conversation", "shown", "with_answer_copy", "with_answers"]
 
 #: Tool part states that wait for the app's answer.
 AWAITING_STATES = frozenset({"input-available", "approval-requested"})
@@ -75,3 +75,20 @@ def conversation(stored: list[dict[str, Any]], last: dict[str, Any]) -> list[dic
     if position is None:
         return [*history, last]
     return [*history[:position], last]
+
+
+def with_answer_copy(
+    messages: list[dict[str, Any]], answer: dict[str, Any], user_id: str
+) -> list[dict[str, Any]]:
+    """The client's ``messages`` with the server's copy of an ``answer`` that ended while the
+    client's newest message waited (``busy``): in place of the client's copy — cut where it
+    was when the user sent — or, where the client has none, after the user message it answers
+    (``user_id``), else just before the newest message."""
+    answer_id = answer.get("id")
+    for index, message in enumerate(messages):
+        if message.get("id") == answer_id:
+            return [*messages[:index], answer, *messages[index + 1 :]]
+    at = next((i + 1 for i, m in enumerate(messages[:-1]) if m.get("id") == user_id), None)
+    if at is None:
+        at = max(len(messages) - 1, 0)
+    return [*messages[:at], answer, *messages[at:]]

@@ -27,12 +27,12 @@ from chunkbridge.gateway.config import GatewayConfig
 from chunkbridge.gateway.errors import BadRequest, GatewayError
 from chunkbridge.gateway.metrics import Metrics
 from chunkbridge.gateway.stores import Stores
-from chunkbridge.gateway.stores.base import Claim, TranscriptStore
+from chunkbridge.gateway.stores.base import Claim, Line, TranscriptStore
 from chunkbridge.gateway.stores.writer import StoreWriter
 from chunkbridge.gateway.telemetry import NoTrace, TurnTrace, trace_comment
 from chunkbridge.gateway.transports.base import Upstream
 from chunkbridge.gateway.transports.connectors import Connector
-from chunkbridge.gateway.turn import durable
+from chunkbridge.gateway.turn import busy, durable
 from chunkbridge.gateway.turn.agent import AgentDriver, NotOpened
 from chunkbridge.gateway.turn.agent_setup import AgentSetup
 from chunkbridge.gateway.turn.answers import QuestionAnswer, claim_answers, issue_approval
@@ -90,6 +90,13 @@ class Gateway(Protocol):
     run_services: RunServices
     #: ``durable = true``: what durable turns share, else ``None``.
     durable: DurableServices | None
+    #: The sessions' lines (``busy``) and their newest answers.
+    line: Line
+    log: Any
+    draining: bool
+
+    @property
+    def steerable(self) -> bool: ...
 
     @property
     def approval_secret(self) -> str | None: ...
@@ -125,7 +132,7 @@ class Admission:
     @property
     def message_id(self) -> str:
         """The id of the answer: the message continued, or a new one."""
-        return self.request.response_message_id() or f"msg_{self.run_id[:24]}"
+        return self.request.response_message_id() or busy.answer_id(self.run_id)
 
     async def let_go(self, gateway: Gateway) -> None:
         """Undo the admission (the turn will not stream): its answers, its checkpoint and its
@@ -143,13 +150,22 @@ class Admission:
 # -- admit -----------------------------------------------------------------------------------
 
 
-async def admit(gateway: Gateway, request: ChatRequest, session_id: str, trace: Trace) -> Admission:
-    """Hold the session's turn, then read the conversation and claim the answers (the turn is
-    freed again when either fails)."""
-    seat = await _seat(gateway, request, session_id)
+async def admit(
+    gateway: Gateway,
+    request: ChatRequest,
+    session_id: str,
+    trace: Trace,
+    seat: Seat | None = None,
+    run_id: str | None = None,
+) -> Admission:
+    """Hold the session's turn (unless ``seat`` holds it: a request the session's line
+    admitted, whose answer's id came from ``run_id``), then read the conversation and claim the
+    answers (the turn is freed again when either fails)."""
+    if seat is None:
+        seat = await _seat(gateway, request, session_id)
     try:
         request, transcripts, continued = await _conversation(gateway, request, seat)
-        return await _claim(gateway, seat, request, transcripts, continued, trace)
+        return await _claim(gateway, seat, request, transcripts, continued, trace, run_id)
     except BaseException:
         await seat.free()
         raise
@@ -171,7 +187,7 @@ async def _seat(gateway: Gateway, request: ChatRequest, session_id: str) -> Seat
 
 async def hold_seat(gateway: Gateway, request: ChatRequest, session_id: str) -> Seat:
     """The session's turn, held as :func:`admit` holds it, for a turn an app opens with its own
-    events (:mod:`chunkbridge.gateway.inprocess`)."""
+    events (:mod:`chunkbridge.gateway.app_streams`)."""
     return await _seat(gateway, request, session_id)
 
 
@@ -205,9 +221,10 @@ async def _claim(
     transcripts: TranscriptStore | None,
     continued: dict[str, Any] | None,
     trace: Trace,
+    run_id: str | None,
 ) -> Admission:
     """Check and claim the request's answers; the gateway calls they release."""
-    run_id = uuid.uuid4().hex
+    run_id = run_id or uuid.uuid4().hex
     turn_input = TurnInput(request, seat.key[0], run_id, gateway.dialect_settings, gateway.history)
     try:
         answers = turn_input.approval_answers
@@ -347,6 +364,12 @@ def assemble(
     )
     if admission.checkpoints is not None:  # (its position is in the log's bytes)
         admission.checkpoints.log = run.chunk_log  # type: ignore[assignment]
+    if request.id:  # the chat's newest answer (what expectedTurnId is compared with)
+        user = request.latest_user_message()
+        ttl = gateway.config.total_timeout + gateway.config.resume_ttl
+        gateway.line.note_answer(
+            admission.seat.key, message_id, user.message_id if user else "", ttl
+        )
     return run
 
 
@@ -404,6 +427,9 @@ def _driver(
         gateway.question_secret,
         trace,
     )
+    steer = busy.steer_hook(gateway, admission.seat.key)
+    if steer is not None:
+        parts = dataclasses.replace(parts, steer=steer)
     if admission.checkpoints is not None:
         return DurableDriver(
             upstream,

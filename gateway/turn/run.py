@@ -26,12 +26,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections import Counter
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
-from chunkbridge.gateway.errors import TurnInProgress
 from chunkbridge.gateway.metrics import Metrics
 from chunkbridge.gateway.stores.base import (
     ApprovalLedger,
@@ -40,6 +38,7 @@ from chunkbridge.gateway.stores.base import (
     ResumeStore,
     Stoppable,
 )
+from chunkbridge.gateway.stores.local_line import LocalLines
 from chunkbridge.gateway.telemetry import NO_TRACE, NoTrace, TurnTrace, trace_comment
 from chunkbridge.gateway.turn.answers import issued_question
 from chunkbridge.gateway.turn.driver import TurnDriver, TurnOutcome, Write
@@ -72,23 +71,25 @@ async def until_first(work: Coroutine[Any, Any, None], gone: Awaitable[Any]) -> 
 
 
 class OpenTurns:
-    """The turns an app runs: a count per session (the limit a new turn checks) and the runs
-    themselves (what a drain ends)."""
+    """The turns an app runs: a count per session (the limit a new turn checks; with ``resume =
+    memory`` also the requests waiting for a turn: :class:`LocalLines`) and the runs themselves
+    (what a drain ends)."""
 
     def __init__(self) -> None:
-        self.sessions: Counter[str] = Counter()
+        self.lines = LocalLines()
         self.runs: set[TurnRun] = set()
         self._ended = asyncio.Event()
 
+    @property
+    def sessions(self) -> dict[str, int]:
+        return self.lines.sessions
+
     def hold(self, session_id: str, limit: int) -> None:
-        if self.sessions[session_id] >= limit:
-            raise TurnInProgress(detail=f"{self.sessions[session_id]} active")
-        self.sessions[session_id] += 1
+        """Raises :class:`~chunkbridge.gateway.errors.TurnInProgress` when none is free."""
+        self.lines.hold(session_id, limit)
 
     def free(self, session_id: str) -> None:
-        self.sessions[session_id] -= 1
-        if self.sessions[session_id] <= 0:
-            del self.sessions[session_id]
+        self.lines.free(session_id)
 
     def ended(self, run: TurnRun) -> None:
         self.runs.discard(run)
@@ -228,6 +229,18 @@ class TurnRun:
         self.driver.stop(_ABORTED)
         return True
 
+    def interrupt(self, by: str) -> bool:
+        """End the turn as :meth:`stop` does, for the new user message ``by`` (``busy =
+        interrupt``: its ``finish`` says ``interruptedBy``); ``False`` when it had already
+        ended or is being stopped."""
+        driver = self.driver
+        if driver.done or driver.stop_request is not None:
+            return False
+        self.trace.event("chunkbridge.interrupt")
+        metadata = {"interruptedBy": by}
+        driver.stop(CloseRequest(CloseReason.ABORTED, message_metadata=metadata))
+        return True
+
     async def _settled(self) -> bool:
         """The chunk log holds what this run wrote — ``False`` when it refused it: another
         instance holds the turn (a durable turn taken over while this one was paused) and
@@ -279,6 +292,10 @@ class TurnRun:
             if self.chunk_log is not None and not driver.outcome().elsewhere:
                 if await self._settled():
                     self.chunk_log.append(DONE_FRAME)
+            if self.transcript is not None and not (driver.outcome().elsewhere or self.elsewhere):
+                # before the session is free: a request waiting for it reads the answer
+                self.transcript.end(driver.outcome().close_reason)
+                await self.transcript.settled()
         finally:
             await driver.aclose(abort=driver.outcome().abandoned)
             await self._free()

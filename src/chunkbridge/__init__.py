@@ -41,15 +41,15 @@ except PackageNotFoundError:  # pragma: no cover - running from a tree that is n
     __version__ = "0+unknown"
 
 if TYPE_CHECKING:
-    from chunkbridge.gateway.config import ConfigError, GatewayConfig
-    from chunkbridge.gateway.errors import GatewayError, RequestError
-    from chunkbridge.gateway.http.app import create_app
-    from chunkbridge.gateway.inprocess import (
+    from chunkbridge.gateway.app_streams import (
         UIStreamResponse,
         parse_chat_request,
         request_body,
         ui_stream,
     )
+    from chunkbridge.gateway.config import ConfigError, GatewayConfig
+    from chunkbridge.gateway.errors import GatewayError, RequestError
+    from chunkbridge.gateway.http.app import create_app
     from chunkbridge.gateway.service import Gateway
     from chunkbridge.protocol_specs.chat_request import ChatRequest
 
@@ -61,11 +61,11 @@ _EXPORTS = {
     "GatewayConfig": "chunkbridge.gateway.config",
     "GatewayError": "chunkbridge.gateway.errors",
     "RequestError": "chunkbridge.gateway.errors",
-    "UIStreamResponse": "chunkbridge.gateway.inprocess",
+    "UIStreamResponse": "chunkbridge.gateway.app_streams",
     "create_app": "chunkbridge.gateway.http.app",
-    "parse_chat_request": "chunkbridge.gateway.inprocess",
-    "request_body": "chunkbridge.gateway.inprocess",
-    "ui_stream": "chunkbridge.gateway.inprocess",
+    "parse_chat_request": "chunkbridge.gateway.app_streams",
+    "request_body": "chunkbridge.gateway.app_streams",
+    "ui_stream": "chunkbridge.gateway.app_streams",
 }
 
 __all__ = [

@@ -4,7 +4,8 @@
 // question form's addToolOutput on 5), let the chat send the continuation, report what it built.
 //
 // Input (stdin): {api, major, text, answers: [{kind: "question", output} | {kind: "approval",
-//   approved, reason?}], auto?: bool, apis?: [url], stopAfterChars?: n}
+//   approved, reason?} | {kind: "tool", output}], auto?: bool, apis?: [url], stopAfterChars?: n}
+//   kind "tool": the output of the first call of one of the app's tools still waiting for it.
 //   auto: the continuation is sent by sendAutomaticallyWhen
 //   (lastAssistantMessageIsCompleteWithToolCalls / ...WithApprovalResponses) instead of
 //   sendMessage().
@@ -72,9 +73,13 @@ export async function run(input) {
     throw new Error(`the answer never showed ${n} characters`);
   }
 
-  function pendingPart() {
+  function pendingPart(kind) {
     const last = state.messages.at(-1);
     const parts = last?.role === "assistant" ? last.parts : [];
+    if (kind === "tool") {
+      return parts.find((p) => (p.type.startsWith("tool-") || p.type === "dynamic-tool") &&
+        p.state === "input-available" && !p.providerExecuted && p.type !== "tool-ask_user");
+    }
     return parts.find((p) => p.state === "approval-requested" ||
       (p.type === "tool-ask_user" && p.state === "input-available"));
   }
@@ -92,9 +97,12 @@ export async function run(input) {
     await settled(1);
     for (const answer of input.answers ?? []) {
       const before = requests.length;
-      const part = pendingPart();
+      const part = pendingPart(answer.kind);
       if (!part) throw new Error("nothing to answer: " + JSON.stringify(state.messages.at(-1)));
-      if (answer.kind === "approval" && part.state === "approval-requested") {
+      if (answer.kind === "tool") {
+        const tool = part.toolName ?? part.type.slice("tool-".length);
+        await chat.addToolOutput({ tool, toolCallId: part.toolCallId, output: answer.output });
+      } else if (answer.kind === "approval" && part.state === "approval-requested") {
         await chat.addToolApprovalResponse({
           id: part.approval.id, approved: answer.approved, reason: answer.reason,
         });

@@ -162,6 +162,15 @@ def chat_loop(
     return result
 
 
+def busy_chat(payload: dict[str, Any], timeout: float = 90) -> dict[str, Any]:
+    """A user who sends while the answer streams, with the real chat of ``payload["major"]``
+    (``busy_chat.mjs``: see it for the payload); ``{messages, status, error, requests,
+    bodies, errors}`` — ``bodies`` each response's bytes as the chat read them (base64)."""
+    result: dict[str, Any] = run_script("busy_chat.mjs", payload, timeout)
+    result["bodies"] = [base64.b64decode(b) for b in result["bodies"]]
+    return result
+
+
 class RealClients:
     """The pytest fixture's object: ``check(body)`` → ``{5: Verdict, 6: ..., 7: ...}``."""
 
@@ -174,9 +183,20 @@ class RealClients:
         return run_cases([{"body": body, "majors": majors, "message": message}])[0]
 
     def check_many(
-        self, bodies: list[bytes], majors: tuple[Client, ...] = MAJORS
+        self,
+        bodies: list[bytes],
+        majors: tuple[Client, ...] = MAJORS,
+        messages: list[dict[str, Any] | None] | None = None,
     ) -> list[dict[Client, Verdict]]:
-        return run_cases([{"body": b, "majors": majors} for b in bodies])
+        """Each body through the clients; ``messages``: the assistant message each continues
+        (``None`` for a new one), if any does."""
+        continued = messages or [None] * len(bodies)
+        return run_cases(
+            [
+                {"body": b, "majors": majors, "message": m}
+                for b, m in zip(bodies, continued, strict=True)
+            ]
+        )
 
     def ai_sdk_provider_bodies(self, cases: list[dict[str, Any]]) -> list[bytes]:
         return ai_sdk_provider_bodies(cases)
@@ -198,3 +218,7 @@ class RealClients:
         return await asyncio.to_thread(
             chat_loop, api, major, text, answers, auto, 90, apis, stop_after_chars
         )
+
+    async def busy_chat(self, **payload: Any) -> dict[str, Any]:
+        """:func:`busy_chat` off the event loop."""
+        return await asyncio.to_thread(busy_chat, payload)

@@ -1,5 +1,5 @@
 // The long-lived side of the real-client oracle: one Node process per Python (pytest worker)
-// process runs every check.mjs, chat_loop.mjs, provider_diff.mjs, agent_loop.mjs, ws_client.mjs
+// process runs every check.mjs, chat_loop.mjs, busy_chat.mjs, provider_diff.mjs, agent_loop.mjs, ws_client.mjs
 // and sign_approval.mjs request of that process, so Node starts and imports ai 5, 6 and 7 once instead of once per call
 // (harness.py is its client).
 //
@@ -18,6 +18,7 @@ import { createInterface } from "node:readline";
 const SCRIPTS = new Set([
   "check.mjs",
   "chat_loop.mjs",
+  "busy_chat.mjs",
   "provider_diff.mjs",
   "agent_loop.mjs",
   "ws_client.mjs",

@@ -53,7 +53,8 @@ async function serve(body, requests) {
 
 function providerTools(provider, base, declared) {
   const options = { baseURL: base, apiKey: "test-key" };
-  const module = provider === "anthropic" ? createAnthropic(options) : createOpenAI(options);
+  const create = { anthropic: createAnthropic, google: createGoogleGenerativeAI }[provider];
+  const module = (create ?? createOpenAI)(options);
   return Object.fromEntries(
     (declared ?? []).map(({ name, factory, args }) => [name, module.tools[factory](args ?? {})]),
   );
@@ -99,6 +100,8 @@ async function runOne(testCase) {
       onError: () => {},
     });
     const response = result.toUIMessageStreamResponse({
+      // as a route does: a history that ends with the assistant message continues it
+      originalMessages: testCase.messages,
       sendReasoning: true,
       sendSources: true,
       onError: (error) => (error instanceof Error ? error.message : String(error)),

@@ -119,6 +119,9 @@ class LoopEnding(StrEnum):
     APP_TOOLS = "app-tools"
     #: A gateway tool waits for the app's approval.
     APPROVAL = "approval"
+    #: A new user message steered the turn at a step boundary: the loop goes on in the answer
+    #: to it (``busy = steer``).
+    STEERED = "steered"
 
 
 @dataclass(frozen=True, slots=True)
@@ -356,6 +359,26 @@ class AgentLoop:
             merged["agentLoop"]["recoveries"] = self.recoveries
         return CloseRequest(
             CloseReason.COMPLETED, finish_reason=finish_reason, message_metadata=merged
+        )
+
+    def steered(self, by: str, request: CloseRequest) -> CloseRequest:
+        """A step ended and the loop would call the model again (:meth:`step_ended` said
+        ``None``), but the user message ``by`` steers the turn: it ends here — the step's tool
+        results in the message — and the model is called again with ``by`` after them, in the
+        next turn. ``request``: the step's own ending (its metadata)."""
+        self.step -= 1  # (the model call step_ended counted is the next turn's)
+        self.ending = LoopEnding.STEERED
+        self.phase = LoopPhase.ENDED
+        metadata = request.message_metadata if isinstance(request.message_metadata, dict) else {}
+        merged = {k: v for k, v in metadata.items() if k != "usage"}
+        if self.usage:
+            merged["usage"] = dict(self.usage)
+        merged["agentLoop"] = {"ending": LoopEnding.STEERED.value, "steps": self.step_reports}
+        if self.recoveries:
+            merged["agentLoop"]["recoveries"] = self.recoveries
+        merged["steeredBy"] = by
+        return CloseRequest(
+            CloseReason.COMPLETED, finish_reason="tool-calls", message_metadata=merged
         )
 
 

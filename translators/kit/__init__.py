@@ -8,7 +8,9 @@ sits between the dialect-blind stream core (:mod:`chunkbridge.translators.core`,
 imports a dialect or the kit) and the dialects, which import the kit and the wire vocabularies
 (:mod:`chunkbridge.protocol_specs`), never each other. What it holds:
 
-* a dialect's description (:class:`Dialect`, its WebSocket or HTTP contract, settings, demo);
+* a dialect's description (:class:`Dialect`, its WebSocket or HTTP contract, settings, demo),
+  or an in-process one's (:class:`InProcessContract`, :class:`LibraryTranslator`: a Python
+  library's event objects and their recorded form);
 * the translator base class (:class:`Translator`: dispatch, the unknown-event policy, the answer's
   :meth:`~Translator.begin` and :meth:`~Translator.finish`, text and reasoning parts, questions)
   and the event checks (:func:`require_str`…);
@@ -52,10 +54,20 @@ from chunkbridge.kit.events import (
     require_str,
 )
 from chunkbridge.kit.frames import FrameTemplates, TurnFrames, build_frames
+from chunkbridge.kit.in_process import (
+    STREAM_END,
+    STREAM_SIGNAL,
+    InProcessContract,
+    LibraryTranslator,
+    Record,
+    record_of,
+    stream_error,
+)
 from chunkbridge.kit.objects import field_of, read_model, sdk_error, wire_dict
 from chunkbridge.kit.provider import (
     DataUrl,
     ProviderSettings,
+    ProviderToolSettings,
     add_turn,
     apply_overrides,
     content_pieces,
@@ -90,6 +102,8 @@ __all__ = [
     "AGENT_ERROR",
     "DEFAULT_RETRY_STATUSES",
     "PROVIDER_ERROR",
+    "STREAM_END",
+    "STREAM_SIGNAL",
     "TOOL_ERROR",
     "AnsweredCall",
     "ApprovalAnswer",
@@ -106,13 +120,17 @@ __all__ = [
     "HttpRequest",
     "HttpSseContract",
     "IdFactory",
+    "InProcessContract",
     "IndexedParts",
     "Item",
+    "LibraryTranslator",
     "MalformedEvent",
     "Media",
     "NoSettings",
     "Pause",
     "ProviderSettings",
+    "ProviderToolSettings",
+    "Record",
     "RequestRejected",
     "StreamedToolCalls",
     "Translator",
@@ -139,12 +157,14 @@ __all__ = [
     "parse_data_url",
     "provider_error",
     "provider_metadata",
+    "record_of",
     "require_dict",
     "require_list",
     "read_model",
     "require_str",
     "result_pieces",
     "sdk_error",
+    "stream_error",
     "steps_of",
     "system_prompt",
     "tool_name_of",

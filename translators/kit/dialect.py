@@ -17,6 +17,8 @@ names a dialect itself. The description says everything the gateway needs:
     under the upstream URL, headers such as the API key, JSON body built from the ``UIMessage``
     history, model and options), and how a refused request reads as a frame; the gateway POSTs
     it, retries 429/5xx before the first byte, and reads one upstream event per SSE ``data:``;
+  - or neither, for a dialect whose events are a Python library's objects in the host app's own
+    process (:class:`~chunkbridge.kit.InProcessContract`): it has no upstream URL at all;
 
 * what it gets of the history by default (``history``: ``latest`` or ``full``);
 * its own settings (a pydantic model: ``[<dialect>]`` in the TOML file,
@@ -36,6 +38,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from chunkbridge.kit.in_process import InProcessContract
 from chunkbridge.kit.translator import Translator, TranslatorOptions
 from chunkbridge.kit.turn_input import AnsweredCall, ApprovalAnswer, TurnInput
 
@@ -137,6 +140,9 @@ class Dialect:
     translator: Callable[[TranslatorOptions], Translator]
     websocket: WebSocketContract | None = None
     http: HttpSseContract | None = None
+    #: The dialect's events are a Python library's objects, streamed in the host app's own
+    #: process (no upstream URL: ``serve`` cannot front one with it).
+    in_process: InProcessContract | None = None
     #: The dialect's settings model (fields with defaults; validated at start-up).
     settings: type[BaseModel] = NoSettings
     #: Where the vocabulary and the mapping table are documented (a module name).
@@ -153,8 +159,13 @@ class Dialect:
     def __post_init__(self) -> None:
         if not DIALECT_NAME.fullmatch(self.name):
             raise ValueError(f"dialect name {self.name!r}: use lower case, digits and dashes")
-        if self.websocket is None and self.http is None:
+        if self.websocket is None and self.http is None and self.in_process is None:
             raise ValueError(f"dialect {self.name!r} has no upstream contract")
+
+    @property
+    def in_process_only(self) -> bool:
+        """Its events come only from a library in the host app (no network upstream)."""
+        return self.websocket is None and self.http is None
 
     @property
     def transports(self) -> tuple[str, ...]:

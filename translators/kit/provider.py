@@ -31,6 +31,7 @@ __all__ = [
     "DataUrl",
     "add_turn",
     "ProviderSettings",
+    "ProviderToolSettings",
     "apply_overrides",
     "content_pieces",
     "finish_body",
@@ -73,6 +74,26 @@ class ProviderSettings(BaseModel):
         description="top-level fields of the provider request that the client's request body "
         "may set (e.g. model temperature); none by default",
     )
+
+
+class ProviderToolSettings(ProviderSettings):
+    """The settings of a provider dialect whose provider runs tools of its own (server tools,
+    hosted tools, code execution), which its stream names. A gateway cannot know the key an
+    app gave such a tool (the AI SDK shows it under the app's key): by default a tool part is
+    named as the provider streams the tool, and ``tool_names`` renames it — the stream shows
+    the app's name, and the history's parts of that name go back under the provider's."""
+
+    tool_names: dict[str, str] = Field(
+        {},
+        description="the provider's own tools under the names the app gives them: "
+        '{"provider_name": "app_name"} (e.g. {"tool_search_tool_regex": "toolSearch"}); '
+        "the tool parts are tool-<app_name>; default: the provider's names",
+    )
+
+    def provider_names(self, name: str) -> list[str]:
+        """The provider's names of the tool a history part calls ``name``: those renamed to
+        it, else ``name`` itself."""
+        return [theirs for theirs, ours in self.tool_names.items() if ours == name] or [name]
 
 
 def apply_overrides(body: dict[str, Any], turn: TurnInput, allowed: list[str]) -> dict[str, Any]:

@@ -12,9 +12,13 @@ from chunkbridge.kit import (
     RequestRejected,
     TurnInput,
     apply_overrides,
+    is_answered,
     steps_of,
 )
+from chunkbridge.protocol_specs import ag_ui as spec
 from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL
+
+_PROVIDER = spec.METADATA_KEY
 
 
 class AgUiSettings(BaseModel):
@@ -107,10 +111,55 @@ def _user(message: Any) -> dict[str, Any]:
     return {"id": message.id or "user", "role": "user", "content": content}
 
 
+def _agent_id(metadata: Any, key: str = "messageId") -> str | None:
+    """The id the agent gave what a part holds, kept in its provider metadata
+    (``{"agUi": {key: id}}``), if any."""
+    ours = metadata.get(_PROVIDER) if isinstance(metadata, dict) else None
+    value = ours.get(key) if isinstance(ours, dict) else None
+    return value if isinstance(value, str) and value else None
+
+
+def _arguments(part: Any) -> str:
+    """A call's input as AG-UI ``arguments`` (the JSON text of an object). Input that never was
+    JSON — a ``tool-input-error``'s raw text, ai 7's ``input`` and ai 5/6's ``rawInput`` — goes as
+    ``{}``, as the AI SDK sends an invalid call to a model: the model hears what went wrong in
+    the call's result, never its text as a string input."""
+    value = part.input
+    return "{}" if value is None or isinstance(value, str) else orjson.dumps(value).decode()
+
+
+def _call(part: Any) -> dict[str, Any]:
+    function = {"name": part.tool_name, "arguments": _arguments(part)}
+    return {"id": part.toolCallId, "type": "function", "function": function}
+
+
+def _result(part: Any, result_ids: dict[str, Any]) -> dict[str, Any]:
+    """The ``tool`` message of an answered call, under the agent's id for it when the answer
+    kept one. An error (or a denial) is its content too: agents give the model the content
+    and read ``error`` as the failure flag."""
+    message_id = result_ids.get(part.toolCallId)
+    if not (isinstance(message_id, str) and message_id):
+        message_id = f"{part.toolCallId}-result"
+    result: dict[str, Any] = {"id": message_id, "role": "tool", "toolCallId": part.toolCallId}
+    if part.state == "output-available":
+        output = part.output
+        result["content"] = output if isinstance(output, str) else orjson.dumps(output).decode()
+    else:
+        result["content"] = result["error"] = part.errorText or "The user denied this tool call."
+    return result
+
+
 def _assistant(
     message: Any, step_index: int, parts: list[Any], resumed: frozenset[str] = frozenset()
 ) -> list[dict[str, Any]]:
+    """One step (one model response) → its AG-UI messages: reasoning, the assistant message
+    (text and calls), a ``tool`` message per answered call; each under the id the agent gave
+    it when the answer kept it, so that an agent holding the thread recognises them."""
     base_id = f"{message.id or 'assistant'}" + (f"-{step_index}" if step_index else "")
+    metadata = message.metadata if isinstance(message.metadata, dict) else {}
+    result_ids = metadata.get("toolMessageIds")
+    result_ids = result_ids if isinstance(result_ids, dict) else {}
+    assistant_id: str | None = None
     out: list[dict[str, Any]] = []
     texts: list[str] = []
     calls: list[dict[str, Any]] = []
@@ -119,44 +168,19 @@ def _assistant(
         kind = getattr(part, "type", None)
         if kind == "text" and part.text:
             texts.append(part.text)
+            assistant_id = assistant_id or _agent_id(part.providerMetadata)
         elif kind == "reasoning" and part.text:
-            out.append(
-                {"id": f"{base_id}-reasoning-{len(out)}", "role": "reasoning", "content": part.text}
-            )
-        elif hasattr(part, "toolCallId") and part.toolCallId in resumed:
+            reasoning_id = _agent_id(part.providerMetadata) or f"{base_id}-reasoning-{len(out)}"
+            out.append({"id": reasoning_id, "role": "reasoning", "content": part.text})
+        elif hasattr(part, "toolCallId") and (part.toolCallId in resumed or is_answered(part)):
+            calls.append(_call(part))
+            meta = getattr(part, "callProviderMetadata", None)
+            assistant_id = assistant_id or _agent_id(meta, "parentMessageId")
             # the call an interrupt stopped at: the run resumes it (``resume``), no result yet
-            arguments = orjson.dumps(part.input if part.input is not None else {}).decode()
-            function = {"name": part.tool_name, "arguments": arguments}
-            calls.append({"id": part.toolCallId, "type": "function", "function": function})
-        elif hasattr(part, "toolCallId") and part.state in (
-            "output-available",
-            "output-error",
-            "output-denied",
-        ):
-            arguments = orjson.dumps(part.input if part.input is not None else {}).decode()
-            calls.append(
-                {
-                    "id": part.toolCallId,
-                    "type": "function",
-                    "function": {"name": part.tool_name, "arguments": arguments},
-                }
-            )
-            result: dict[str, Any] = {
-                "id": f"{part.toolCallId}-result",
-                "role": "tool",
-                "toolCallId": part.toolCallId,
-            }
-            if part.state == "output-available":
-                output = part.output
-                result["content"] = (
-                    output if isinstance(output, str) else orjson.dumps(output).decode()
-                )
-            else:
-                result["content"] = ""
-                result["error"] = part.errorText or "The user denied this tool call."
-            results.append(result)
+            if part.toolCallId not in resumed:
+                results.append(_result(part, result_ids))
     if texts or calls:
-        assistant: dict[str, Any] = {"id": base_id, "role": "assistant"}
+        assistant: dict[str, Any] = {"id": assistant_id or base_id, "role": "assistant"}
         if texts:
             assistant["content"] = "".join(texts)
         if calls:

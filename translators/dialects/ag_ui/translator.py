@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from chunkbridge.kit import (
     AGENT_ERROR,
@@ -13,7 +13,6 @@ from chunkbridge.kit import (
     IndexedParts,
     Item,
     MalformedEvent,
-    StreamedToolCalls,
     Translator,
     TranslatorOptions,
     error_message,
@@ -22,10 +21,12 @@ from chunkbridge.kit import (
     require_str,
 )
 from chunkbridge.protocol_specs import ag_ui as spec
+from chunkbridge.translators.dialects.ag_ui.calls import Calls
 from chunkbridge.translators.dialects.ag_ui.documents import Documents
 from chunkbridge.translators.dialects.ag_ui.request import AgUiSettings
 
-_PROVIDER = "agUi"
+_PROVIDER = spec.METADATA_KEY
+_PartKind = Literal["text", "reasoning"]
 #: The part key of the one reasoning part a 0.x ``THINKING_TEXT_MESSAGE_*`` run has.
 _THINKING = "thinking"
 #: What a plain text content event holds (anything else takes the general path).
@@ -58,7 +59,7 @@ class AgUiTranslator(Translator):
         "TOOL_CALL_RESULT": "_on_tool_result",
         "STATE_SNAPSHOT": "_on_state_snapshot",
         "STATE_DELTA": "_on_state_delta",
-        "MESSAGES_SNAPSHOT": "_on_transient",
+        "MESSAGES_SNAPSHOT": "_on_messages_snapshot",
         "ACTIVITY_SNAPSHOT": "_on_activity_snapshot",
         "ACTIVITY_DELTA": "_on_activity_delta",
         "CUSTOM": "_on_transient",
@@ -71,18 +72,16 @@ class AgUiTranslator(Translator):
     def __init__(self, options: TranslatorOptions | None = None) -> None:
         super().__init__(options)
         settings: AgUiSettings = self.options.settings or AgUiSettings()
-        #: Tools the request declared: the app runs them.
-        self._frontend_tools = frozenset(settings.tools)
         self._parts = IndexedParts(self.ids)
-        # Whether the agent runs a call shows when its result arrives (then the output carries
-        # providerExecuted); until then an undeclared call looks like any other, so that a call
-        # the agent leaves to the app (pendingToolCallIds) ends at input-available as the app's.
-        self._agent_tools = StreamedToolCalls(self.ids, self.tool_flags())
-        self._app_tools = StreamedToolCalls(self.ids, self.tool_flags())
-        #: tool call id → whether the app runs it (the call's name was declared).
-        self._calls: dict[str, bool] = {}
-        #: calls whose result arrived.
-        self._answered: set[str] = set()
+        #: Tools the request declared are the app's to run.
+        self._calls = Calls(
+            self.ids,
+            frozenset(settings.tools),
+            self.tool_flags(),
+            self.tool_flags(providerExecuted=True),
+        )
+        #: A tool result came since the model's last content: content now is its next response.
+        self._after_result = False
         self._documents = Documents()
         self._encrypted: dict[str, str] = {}
         #: The message a ``*_CHUNK`` event without an id continues, and its kind.
@@ -128,6 +127,8 @@ class AgUiTranslator(Translator):
         for key in ("result", "usage"):
             if event.get(key) is not None:
                 self.metadata[key] = event[key]
+        if self._calls.result_ids:
+            self.metadata["toolMessageIds"] = dict(self._calls.result_ids)
         out += self._end_all()
         if kind == "interrupt":
             out += self._interrupts(outcome.get("interrupts"))
@@ -135,8 +136,7 @@ class AgUiTranslator(Translator):
         elif kind == "cancelled":
             finish = "other"
         else:
-            pending = outcome.get("pendingToolCallIds")
-            waiting = bool(pending) or any(c not in self._answered for c in self._calls)
+            waiting = self._calls.waiting(outcome.get("pendingToolCallIds"))
             finish = "tool-calls" if waiting else "stop"
         out += self.finish(finish)
         return out
@@ -178,12 +178,19 @@ class AgUiTranslator(Translator):
         return [CloseRequest(CloseReason.UPSTREAM_ERROR, text)]
 
     def _end_all(self) -> list[Chunk]:
-        return [
-            *self._end_chunk_runs(),
-            *self._agent_tools.complete(),
-            *self._app_tools.complete(),
-            *self._parts.end_all(),
-        ]
+        return [*self._end_chunk_runs(), *self._calls.complete(), *self._parts.end_all()]
+
+    def _response_begins(self) -> list[Chunk]:
+        """Content after a tool result is the model's next response, and so the next step:
+        AG-UI has no step events, and a model answers the results of its calls in a new
+        response (``start-step``, as the AI SDK writes it; a history sent back in steps gives
+        the agent the exchange as it happened)."""
+        if not self._after_result:
+            return []
+        self._after_result = False
+        self.text_id = self._fast_message = None
+        out = [*self._calls.complete(), *self._parts.end_all()]
+        return [*out, {"type": "finish-step"}, {"type": "start-step"}]
 
     def _on_nothing(self, event: dict[str, Any]) -> Sequence[Item]:
         self.stats["no-content-event"] += 1
@@ -196,10 +203,21 @@ class AgUiTranslator(Translator):
         delta = require_str(event, "delta")
         if event.get("subagentRunId") is not None:
             return self._subagent_text(message, delta, event["subagentRunId"])
-        out = [*self.begin(), *self._parts.delta(message, "text", delta)] if delta else []
-        if delta:
-            self.text_id, self._fast_message = self._parts.part_id(message), message
+        if not delta:
+            return []
+        out = [*self.begin(), *self._opening(message, "text", message)]
+        out += self._parts.delta(message, "text", delta)
+        self.text_id, self._fast_message = self._parts.part_id(message), message
         return out
+
+    def _opening(self, key: str, kind: _PartKind, message: str | None) -> list[Chunk]:
+        """A text or reasoning part about to receive content: opened, when it is not, in the
+        model's current response, with the agent's id of its message (the next request sends
+        that message back under it)."""
+        if self._parts.part_id(key) is not None:
+            return []
+        meta = {_PROVIDER: {"messageId": message}} if message else None
+        return [*self._response_begins(), *self._parts.start(key, kind, meta)]
 
     def _subagent_text(self, message: str, delta: str, run_id: Any) -> list[Chunk]:
         """A sub-agent's words are not the answer: a reasoning part marked with its run id."""
@@ -218,14 +236,16 @@ class AgUiTranslator(Translator):
 
     def _on_text_chunk(self, event: dict[str, Any]) -> Sequence[Item]:
         self.text_id = self._fast_message = None  # a chunk run ends on other events: no fast path
-        message = optional_str(event, "messageId") or self._chunk_message or self.ids("message")
+        given = optional_str(event, "messageId")
+        message = given or self._chunk_message or self.ids("message")
         out: list[Item] = []
         if self._chunk_message is not None and message != self._chunk_message:
             out += self._parts.end(self._chunk_message)
         self._chunk_message = message
         delta = optional_str(event, "delta")
         if delta:
-            out += [*self.begin(), *self._parts.delta(message, "text", delta)]
+            out += [*self.begin(), *self._opening(message, "text", given)]
+            out += self._parts.delta(message, "text", delta)
         return out
 
     def _reasoning_key(self, event: dict[str, Any]) -> str:
@@ -236,7 +256,9 @@ class AgUiTranslator(Translator):
         delta = require_str(event, "delta")
         if not delta:
             return []
-        return [*self.begin(), *self._parts.delta(self._reasoning_key(event), "reasoning", delta)]
+        key = self._reasoning_key(event)
+        out = [*self.begin(), *self._opening(key, "reasoning", optional_str(event, "messageId"))]
+        return [*out, *self._parts.delta(key, "reasoning", delta)]
 
     def _on_reasoning_chunk(self, event: dict[str, Any]) -> Sequence[Item]:
         return self._on_reasoning({**event, "delta": optional_str(event, "delta") or ""})
@@ -244,8 +266,12 @@ class AgUiTranslator(Translator):
     def _on_reasoning_message_end(self, event: dict[str, Any]) -> Sequence[Item]:
         key = self._reasoning_key(event)
         encrypted = self._encrypted.pop(key, None)
-        meta = {_PROVIDER: {"encryptedValue": encrypted}} if encrypted else None
-        return self._parts.end(key, meta)
+        if not encrypted:
+            return self._parts.end(key)
+        # the end's metadata replaces the part's: the message id goes again
+        message = optional_str(event, "messageId")
+        ids = {"messageId": message} if message else {}
+        return self._parts.end(key, {_PROVIDER: {**ids, "encryptedValue": encrypted}})
 
     def _on_reasoning_end(self, event: dict[str, Any]) -> Sequence[Item]:
         out = self._on_reasoning_message_end(event)
@@ -267,46 +293,39 @@ class AgUiTranslator(Translator):
 
     # -- tools -----------------------------------------------------------------------------------
 
-    def _tools_for(self, call_id: str, name: str | None) -> StreamedToolCalls:
-        app = self._calls.get(call_id)
-        if app is None:
-            app = self._calls[call_id] = name in self._frontend_tools
-        return self._app_tools if app else self._agent_tools
-
     def _on_tool_start(self, event: dict[str, Any]) -> Sequence[Item]:
         call_id, name = require_str(event, "toolCallId"), require_str(event, "toolCallName")
-        out = [*self.begin(), *self._parts.end_all()]
+        parent = optional_str(event, "parentMessageId")
+        out = [*self.begin(), *self._response_begins(), *self._parts.end_all()]
         self.text_id = self._fast_message = None
-        return [*out, *self._tools_for(call_id, name).delta(call_id, call_id=call_id, name=name)]
+        return [*out, *self._calls.delta(call_id, name=name, parent=parent)]
 
     def _on_tool_args(self, event: dict[str, Any]) -> Sequence[Item]:
         call_id = require_str(event, "toolCallId")
         if call_id not in self._calls:
             raise MalformedEvent(f"arguments for a call never started ({call_id})")
-        return self._tools_for(call_id, None).delta(call_id, arguments=require_str(event, "delta"))
+        return self._calls.delta(call_id, arguments=require_str(event, "delta"))
 
     def _on_tool_end(self, event: dict[str, Any]) -> Sequence[Item]:
-        call_id = require_str(event, "toolCallId")
-        if call_id not in self._calls:
-            return []
-        return self._tools_for(call_id, None).complete(call_id)
+        return self._calls.complete(require_str(event, "toolCallId"))
 
     def _on_tool_chunk(self, event: dict[str, Any]) -> Sequence[Item]:
         self.text_id = self._fast_message = None
         call_id = optional_str(event, "toolCallId") or self._chunk_call
         name = optional_str(event, "toolCallName")
+        parent = optional_str(event, "parentMessageId")
         out: list[Item] = [*self.begin()]
         if call_id is None:
             if name is None:
                 raise MalformedEvent("a TOOL_CALL_CHUNK with neither a call id nor a name")
             call_id = self.ids("call")
         if self._chunk_call is not None and call_id != self._chunk_call:
-            out += self._tools_for(self._chunk_call, None).complete(self._chunk_call)
+            out += self._calls.complete(self._chunk_call)
+        if call_id not in self._calls:
+            out += self._response_begins()
         self._chunk_call = call_id
-        out += self._tools_for(call_id, name).delta(
-            call_id, call_id=call_id, name=name, arguments=optional_str(event, "delta")
-        )
-        return out
+        arguments = optional_str(event, "delta")
+        return [*out, *self._calls.delta(call_id, name=name, arguments=arguments, parent=parent)]
 
     def _end_chunk_runs(self) -> list[Chunk]:
         """A ``*_CHUNK`` run ends when another kind of event arrives (as AG-UI's client reads
@@ -316,31 +335,14 @@ class AgUiTranslator(Translator):
             out += self._parts.end(self._chunk_message)
             self._chunk_message = None
         if self._chunk_call is not None:
-            out += self._tools_for(self._chunk_call, None).complete(self._chunk_call)
+            out += self._calls.complete(self._chunk_call)
             self._chunk_call = None
         return out
 
     def _on_tool_result(self, event: dict[str, Any]) -> Sequence[Item]:
         call_id = require_str(event, "toolCallId")
-        out: list[Item] = [*self.begin()]
-        app = self._calls.get(call_id)
-        if app is not None:
-            out += self._tools_for(call_id, None).complete(call_id)  # a result without an END
-            self._answered.add(call_id)
-        # The agent ran it (unless the call was declared as the app's); an unknown call id:
-        # the guard reports it.
-        flags = self.tool_flags(providerExecuted=True) if app is False else self.tool_flags()
-        error = event.get("error")
-        if isinstance(error, str) and error:
-            out.append(
-                {"type": "tool-output-error", "toolCallId": call_id, "errorText": error, **flags}
-            )
-            return out
-        output = spec.tool_output(event.get("content"))
-        out.append(
-            {"type": "tool-output-available", "toolCallId": call_id, "output": output, **flags}
-        )
-        return out
+        self._after_result = True
+        return [*self.begin(), *self._calls.result(event, call_id)]
 
     # -- state, activities, steps and the rest ---------------------------------------------------
 
@@ -364,6 +366,10 @@ class AgUiTranslator(Translator):
 
     def _on_subagent(self, event: dict[str, Any]) -> Sequence[Item]:
         return [*self.begin(), self._documents.subagent(event)]
+
+    def _on_messages_snapshot(self, event: dict[str, Any]) -> Sequence[Item]:
+        self._calls.snapshot(event.get("messages"))
+        return self._on_transient(event)
 
     def _on_transient(self, event: dict[str, Any]) -> Sequence[Item]:
         kind = {"MESSAGES_SNAPSHOT": "messages-snapshot", "CUSTOM": "custom", "RAW": "raw"}

@@ -9,7 +9,7 @@ from pydantic import Field
 
 from chunkbridge.kit import (
     HttpRequest,
-    ProviderSettings,
+    ProviderToolSettings,
     RequestRejected,
     TurnInput,
     add_turn,
@@ -27,7 +27,7 @@ from chunkbridge.protocol_specs import anthropic_messages as spec
 from chunkbridge.translators.dialects.anthropic_messages import tools
 
 
-class AnthropicSettings(ProviderSettings):
+class AnthropicSettings(ProviderToolSettings):
     """Settings of the ``anthropic-messages`` dialect (``[anthropic-messages]`` in TOML)."""
 
     model: str = Field("claude-sonnet-4-5", description="the model to request")
@@ -55,7 +55,7 @@ def _tools(settings: AnthropicSettings) -> list[dict[str, Any]]:
 def request_body(turn: TurnInput) -> dict[str, Any]:
     settings: AnthropicSettings = turn.settings or AnthropicSettings()
     messages = turn.request.messages
-    converted = messages_from_ui(messages)
+    converted = messages_from_ui(messages, settings)
     if not converted:
         raise RequestRejected("The request has no message to send.")
     body: dict[str, Any] = {
@@ -223,7 +223,9 @@ def _result_content(output: Any) -> str | list[dict[str, Any]]:
     return blocks or output_text(output)
 
 
-def _assistant_step(parts: list[Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _assistant_step(
+    parts: list[Any], settings: ProviderToolSettings
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """One model step: (assistant content, tool results for the next user turn)."""
     content: list[dict[str, Any]] = []
     results: list[dict[str, Any]] = []
@@ -254,7 +256,8 @@ def _assistant_step(parts: list[Any]) -> tuple[list[dict[str, Any]], list[dict[s
             if isinstance(anthropic, dict) and anthropic.get("type") == "mcp-tool-use":
                 content += _mcp_blocks(part, anthropic.get("serverName"))
             else:
-                content += tools.server_tool_blocks(part)
+                names = settings.provider_names(part.tool_name)
+                content += tools.server_tool_blocks(part, names)
             continue
         if not is_answered(part):
             continue  # no answer yet: the API rejects a tool_use without its tool_result
@@ -274,14 +277,17 @@ def _assistant_step(parts: list[Any]) -> tuple[list[dict[str, Any]], list[dict[s
     return _tool_uses_last(content), results
 
 
-def messages_from_ui(messages: list[Any]) -> list[dict[str, Any]]:
-    """``UIMessage`` history → Anthropic ``messages`` (see the module docstring).
+def messages_from_ui(
+    messages: list[Any], settings: ProviderToolSettings | None = None
+) -> list[dict[str, Any]]:
+    """``UIMessage`` history → Anthropic ``messages`` (see the module docstring); ``settings``
+    name the server tools the history's parts call by the app's names (``tool_names``).
 
     Consecutive turns of one role are merged: the API wants user and assistant to alternate.
     Raises :class:`RequestRejected` for a file the API cannot take.
     """
+    settings = settings or AnthropicSettings()
     out: list[dict[str, Any]] = []
-
     for message in messages:
         if message.role == "system":
             continue  # joined into the system prompt
@@ -296,7 +302,7 @@ def messages_from_ui(messages: list[Any]) -> list[dict[str, Any]]:
             add_turn(out, "user", "content", content)
             continue
         for step in steps_of(message):
-            content, results = _assistant_step(step)
+            content, results = _assistant_step(step, settings)
             add_turn(out, "assistant", "content", content)
             add_turn(out, "user", "content", results)
     _drop_orphan_callers(out)

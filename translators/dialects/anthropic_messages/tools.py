@@ -4,18 +4,21 @@ request's history (the table: ``protocol_specs/anthropic_messages_tools.py``).""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from chunkbridge.protocol_specs.anthropic_messages_tools import (
     ADVISOR_FIELDS,
     CODE_EXECUTION_TOOLS,
     ERROR_CODE,
+    PROGRAMMATIC_CALL,
     RESULT_BLOCKS,
 )
 
 __all__ = [
     "api_caller",
     "caller_metadata",
+    "code_execution_input",
     "server_tool_blocks",
     "server_tool_name",
     "server_tool_output",
@@ -23,14 +26,25 @@ __all__ = [
 ]
 
 
-def server_tool_name(name: str) -> str:
-    """The tool name of a ``server_tool_use`` block, as the AI SDK shows it (a code execution
-    tool's input then carries ``type: <the block's name>``)."""
+def server_tool_name(name: str, names: Mapping[str, str]) -> str:
+    """The tool name of a ``server_tool_use`` block: the API's own — the bash and text editor
+    commands are the ``code_execution`` tool's (its input then carries ``type: <the block's
+    name>``), as the AI SDK shows them — or the app's for it (``names``: ``tool_names``)."""
     if name in CODE_EXECUTION_TOOLS:
-        return "code_execution"
-    if name in ("tool_search_tool_regex", "tool_search_tool_bm25"):
-        return "tool_search"
-    return name
+        name = "code_execution"
+    return names.get(name, name)
+
+
+def code_execution_input(name: str, tool_input: dict[str, Any]) -> dict[str, Any]:
+    """A code execution block's complete input as the AI SDK shows it: its kind in ``type`` —
+    the block's name for bash and the text editor, ``programmatic-tool-call`` for the
+    ``code_execution`` block's own code — so an app tells the kinds apart as the AI SDK's input
+    schema for the tool does."""
+    if name in CODE_EXECUTION_TOOLS:
+        return {"type": name, **tool_input}
+    if "code" in tool_input and "type" not in tool_input:
+        return {"type": PROGRAMMATIC_CALL, **tool_input}
+    return tool_input
 
 
 def caller_metadata(block: dict[str, Any]) -> dict[str, Any] | None:
@@ -126,12 +140,20 @@ def api_caller(meta: Any) -> dict[str, Any] | None:
     return None
 
 
-def _api_name(name: str, tool_input: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """The API's own name and input of a server tool shown under the declared tool's name."""
-    kind = tool_input.get("type")
+#: Both tool searches, for a part under one name (``tool_names`` gives both the app's one name;
+#: ``tool_search`` is the name chunkbridge gave both before): the input tells them apart.
+_TOOL_SEARCHES = frozenset({"tool_search_tool_regex", "tool_search_tool_bm25", "tool_search"})
+
+
+def _api_name(names: list[str], tool_input: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The API's own name and input of a server tool whose part has the provider's ``names``
+    (one, or the tool searches)."""
+    name, kind = names[0], tool_input.get("type")
     if name == "code_execution" and kind in CODE_EXECUTION_TOOLS:
         return kind, {k: v for k, v in tool_input.items() if k != "type"}
-    if name == "tool_search":
+    if name == "code_execution" and kind == PROGRAMMATIC_CALL:
+        return name, {k: v for k, v in tool_input.items() if k != "type"}
+    if (len(names) > 1 or name == "tool_search") and _TOOL_SEARCHES.issuperset(names):
         return (
             "tool_search_tool_regex" if "pattern" in tool_input else "tool_search_tool_bm25"
         ), tool_input
@@ -190,10 +212,11 @@ def _api_output(kind: str, output: Any) -> Any:
     return output
 
 
-def server_tool_blocks(part: Any) -> list[dict[str, Any]]:
-    """A provider-executed tool part (not MCP) → its ``server_tool_use`` and result blocks."""
+def server_tool_blocks(part: Any, names: list[str]) -> list[dict[str, Any]]:
+    """A provider-executed tool part (not MCP) → its ``server_tool_use`` and result blocks
+    (``names``: the provider's names of the part's tool, ``provider_names``)."""
     tool_input = part.input if isinstance(part.input, dict) else {}
-    name, tool_input = _api_name(part.tool_name, tool_input)
+    name, tool_input = _api_name(names, tool_input)
     call: dict[str, Any] = {
         "type": "server_tool_use",
         "id": part.toolCallId,

@@ -60,9 +60,11 @@ class AnthropicMessagesTranslator(Translator):
         self._citations: dict[int, list[Any]] = {}
         #: block index → what a tool call's end chunk carries (its caller, the API's name).
         self._call_meta: dict[int, dict[str, Any]] = {}
-        #: block index → the code execution tool (bash / text editor) its input names as
-        #: ``type`` once complete, as the AI SDK shows the one declared ``code_execution``.
+        #: block index → the code execution block (bash, text editor, its own code) whose kind
+        #: its input names as ``type`` once complete, as the AI SDK shows ``code_execution``.
         self._code_inputs: dict[int, str] = {}
+        #: The deployment's names for the server tools (``tool_names``).
+        self._names: dict[str, str] = getattr(self.options.settings, "tool_names", None) or {}
         self._usage: dict[str, Any] = {}
         self._stop_reason: str | None = None
         #: The block index of the text part in :attr:`text_id` (the pipeline's fast path).
@@ -202,9 +204,9 @@ class AnthropicMessagesTranslator(Translator):
             name, tool_input = require_str(block, "name"), block.get("input")
             caller = tools.caller_metadata(block)
             if kind == "server_tool_use":
-                if name in CODE_EXECUTION_TOOLS:
+                if name in CODE_EXECUTION_TOOLS or name == "code_execution":
                     self._code_inputs[index] = name  # its input gets the type when complete
-                name = tools.server_tool_name(name)
+                name = tools.server_tool_name(name, self._names)
             if caller:
                 self._call_meta[index] = caller
             initial = json_text(tool_input) if tool_input else None
@@ -258,8 +260,8 @@ class AnthropicMessagesTranslator(Translator):
             meta = self._call_meta.pop(index, None)
             name = self._code_inputs.pop(index, None)
             for chunk in done:
-                if name and isinstance(chunk.get("input"), dict):  # which code execution tool
-                    chunk["input"] = {"type": name, **chunk["input"]}
+                if name and isinstance(chunk.get("input"), dict):  # which code execution kind
+                    chunk["input"] = tools.code_execution_input(name, chunk["input"])
                 if meta and chunk["type"] == "tool-input-available":
                     chunk["providerMetadata"] = meta
             return done

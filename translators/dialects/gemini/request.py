@@ -10,7 +10,7 @@ from pydantic import Field
 from chunkbridge.kit import (
     HttpRequest,
     Media,
-    ProviderSettings,
+    ProviderToolSettings,
     RequestRejected,
     TurnInput,
     add_turn,
@@ -25,7 +25,7 @@ from chunkbridge.kit import (
 from chunkbridge.protocol_specs import gemini as spec
 
 
-class GeminiSettings(ProviderSettings):
+class GeminiSettings(ProviderToolSettings):
     """Settings of the ``gemini`` dialect (``[gemini]`` in TOML)."""
 
     model: str = Field("gemini-2.5-flash", description="the model to request")

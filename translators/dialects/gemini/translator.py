@@ -40,6 +40,9 @@ class GeminiTranslator(Translator):
         self._tools = StreamedToolCalls(self.ids, self.tool_flags())
         self._function_call = False
         self._code_call: str | None = None
+        #: Google's code execution tool, under the deployment's name for it (``tool_names``).
+        names = getattr(self.options.settings, "tool_names", None) or {}
+        self._code_name: str = names.get("code_execution", "code_execution")
         #: Sources sent ("url:<url>", "document:<uri>"): grounding repeats them chunk after chunk.
         self._sources: set[str] = set()
         self._finish_reason: str | None = None
@@ -161,7 +164,7 @@ class GeminiTranslator(Translator):
             code = require_dict(part["executableCode"], "'executableCode'")
             self._code_call = call_id = self.ids("code")
             flags = self.tool_flags(providerExecuted=True)
-            base = {"toolCallId": call_id, "toolName": "code_execution", **flags}
+            base = {"toolCallId": call_id, "toolName": self._code_name, **flags}
             return [
                 *self.end_parts(),
                 {"type": "tool-input-start", **base},

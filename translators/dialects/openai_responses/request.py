@@ -11,7 +11,7 @@ from pydantic import Field
 from chunkbridge.kit import (
     TOOL_ERROR,
     HttpRequest,
-    ProviderSettings,
+    ProviderToolSettings,
     RequestRejected,
     TurnInput,
     finish_body,
@@ -29,7 +29,7 @@ from chunkbridge.translators.dialects.openai_responses.tool_history import (
 )
 
 
-class OpenAIResponsesSettings(ProviderSettings):
+class OpenAIResponsesSettings(ProviderToolSettings):
     """Settings of the ``openai-responses`` dialect (``[openai-responses]`` in TOML)."""
 
     model: str = Field("gpt-5-mini", description="the model to request")
@@ -61,7 +61,7 @@ def request_body(turn: TurnInput) -> dict[str, Any]:
     settings: OpenAIResponsesSettings = turn.settings or OpenAIResponsesSettings()
     messages = turn.request.messages
     answers = {a.tool_call_id: a for a in turn.approval_answers}
-    items = input_from_ui(messages, answers, settings.tools)
+    items = input_from_ui(messages, answers, settings.tools, settings)
     if not items:
         raise RequestRejected("The request has no message to send.")
     body: dict[str, Any] = {"model": settings.model, "stream": True}
@@ -167,7 +167,8 @@ def _call_items(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """An answered call the app ran (``meta``: its ``callProviderMetadata.openai``) → (the call
     item, its output item)."""
-    items = app_run_items(part, tools["types"], meta.get("itemId"))
+    name = tools["names"].provider_names(part.tool_name)[0]
+    items = app_run_items(part, name, tools["types"], meta.get("itemId"))
     if items is not None:
         return items
     if part.tool_name in tools["custom"]:
@@ -246,7 +247,8 @@ def _assistant_step(
             continue
         call_meta = (getattr(part, "callProviderMetadata", None) or {}).get("openai") or {}
         if part.providerExecuted:
-            items += hosted_items(part, call_meta.get("itemId"))
+            name = tools["names"].provider_names(part.tool_name)[0]
+            items += hosted_items(part, name, call_meta.get("itemId"))
             continue
         if not is_answered(part):
             continue  # no answer yet
@@ -256,12 +258,16 @@ def _assistant_step(
     return items + outputs
 
 
-def _declared(tools: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+def _declared(
+    tools: Mapping[str, Mapping[str, Any]], names: ProviderToolSettings
+) -> dict[str, Any]:
     """The deployment's tools as the history needs them: the built-in types declared (their
-    calls go back as their own items) and the names of custom (free-text) tools."""
+    calls go back as their own items), the names of custom (free-text) tools, and the
+    settings that name OpenAI's tools as the app does (``names``)."""
     return {
         "types": frozenset(str(d.get("type")) for d in tools.values() if "type" in d),
         "custom": frozenset(n for n, d in tools.items() if d.get("type") == "custom"),
+        "names": names,
     }
 
 
@@ -269,12 +275,13 @@ def input_from_ui(
     messages: list[Any],
     answers: Mapping[str, Any] | None = None,
     tools: Mapping[str, Mapping[str, Any]] | None = None,
+    settings: ProviderToolSettings | None = None,
 ) -> list[dict[str, Any]]:
     """``UIMessage`` history → Responses ``input`` items (see the module docstring).
-    ``answers``: the approval
-    answers of this request by tool call id (``TurnInput.approval_answers``); ``tools``: the
-    deployment's declared tools by name."""
-    declared = _declared(tools or {})
+    ``answers``: the approval answers of this request by tool call id
+    (``TurnInput.approval_answers``); ``tools``: the deployment's declared tools by name;
+    ``settings``: what names OpenAI's tools as the app does (``tool_names``)."""
+    declared = _declared(tools or {}, settings or OpenAIResponsesSettings())
     items: list[dict[str, Any]] = []
     for message in messages:
         if message.role == "system":

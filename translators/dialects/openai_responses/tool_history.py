@@ -94,13 +94,14 @@ def _app_output(kind: str, part: Any) -> dict[str, Any]:
 
 
 def app_run_items(
-    part: Any, declared_types: frozenset[str], item_id: Any
+    part: Any, name: str, declared_types: frozenset[str], item_id: Any
 ) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """An answered call of a built-in tool the app runs (shell, local shell, patch, client tool
-    search) → its call item and its output item, as the API wants them back; ``None`` for a
-    function (``declared_types``: the ``type``\\s of the deployment's declared tools)."""
-    kind = APP_RUN_ITEMS.get(part.tool_name)
-    if kind is None or part.tool_name not in declared_types:
+    search; ``name``: the tool's, OpenAI's name for it) → its call item and its output item, as
+    the API wants them back; ``None`` for a function (``declared_types``: the ``type``\\s of
+    the deployment's declared tools)."""
+    kind = APP_RUN_ITEMS.get(name)
+    if kind is None or name not in declared_types:
         return None
     if kind == "tool_search_call" and not (
         isinstance(part.input, dict) and part.input.get("call_id")
@@ -127,14 +128,18 @@ def _web_search_call(item_id: str, output: dict[str, Any]) -> dict[str, Any] | N
     return {"type": "web_search_call", "id": item_id, "status": "completed", "action": api_action}
 
 
-def hosted_items(part: Any, item_id: Any) -> list[dict[str, Any]]:
-    """A tool OpenAI ran → the items that carry it back in full (a web search, a hosted shell,
-    a hosted tool search, a program and their outputs), so the model sees what it did without
-    the API keeping the response (``store: false``). Code interpreter, file search, image
-    generation and MCP calls have no input form: the text that followed them stands for them."""
-    name, done = part.tool_name, part.state == "output-available"
+def hosted_items(part: Any, name: str, item_id: Any) -> list[dict[str, Any]]:
+    """A tool OpenAI ran (``name``: OpenAI's name for it) → the items that carry it back in
+    full (a web search, a hosted shell, a hosted tool search, a program and their outputs), so
+    the model sees what it did without the API keeping the response (``store: false``). Code
+    interpreter, file search, image generation and MCP calls have no input form: the text that
+    followed them stands for them."""
+    done = part.state == "output-available"
     if part.state not in ("input-available", "output-available"):
         return []
+    # The output item's own id, where the client kept it (ai 6 and 7: ``resultProviderMetadata``).
+    result_meta = (getattr(part, "resultProviderMetadata", None) or {}).get("openai") or {}
+    result_id = {"id": result_meta["itemId"]} if isinstance(result_meta.get("itemId"), str) else {}
     value: dict[str, Any] = part.input if isinstance(part.input, dict) else {}
     output: dict[str, Any] = part.output if done and isinstance(part.output, dict) else {}
     if name == "web_search":
@@ -154,13 +159,14 @@ def hosted_items(part: Any, item_id: Any) -> list[dict[str, Any]]:
         }
         if not done:
             return [call]
-        result = {"type": "tool_search_output", "execution": "server", "call_id": None}
+        result = {"type": "tool_search_output", **result_id, "execution": "server"}
+        result["call_id"] = None
         return [call, {**result, "status": "completed", "tools": output.get("tools") or []}]
-    if name == "programmatic_tool_calling":
+    if name in ("program", "programmatic_tool_calling"):  # (the name chunkbridge gave it before)
         program = {"type": "program", "id": item_id or part.toolCallId, "call_id": part.toolCallId}
         program.update(code=value.get("code"), fingerprint=value.get("fingerprint"))
         if not done:
             return [program]
-        result = {"type": "program_output", "call_id": part.toolCallId}
+        result = {"type": "program_output", **result_id, "call_id": part.toolCallId}
         return [program, {**result, "result": output.get("result"), "status": output.get("status")}]
     return []

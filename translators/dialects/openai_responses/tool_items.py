@@ -4,6 +4,7 @@ sometimes as items of their own) and the sources a web or file search found."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from chunkbridge.kit import Chunk, IdFactory
@@ -24,9 +25,11 @@ STARTED_APP_ITEMS = frozenset({"custom_tool_call", "computer_call", "apply_patch
 class ToolItems:
     """Chunks for tool items, and what the response's end needs to know of them."""
 
-    def __init__(self, ids: IdFactory, dynamic: bool) -> None:
+    def __init__(self, ids: IdFactory, dynamic: bool, names: Mapping[str, str]) -> None:
         self.ids = ids
         self._dynamic = dynamic
+        #: The deployment's names for OpenAI's tools (``tool_names``).
+        self.names = names
         #: A call the app runs came: the response ends with ``tool-calls``.
         self.function_call = False
         #: hosted tool searches whose ``tool_search_output`` (without a call id) is to come.
@@ -36,6 +39,9 @@ class ToolItems:
         #: A file search listed its files as sources (file citations then add none).
         self.file_sources = False
         self.retrieved: set[str] = set()
+
+    def tool_name(self, kind: str) -> str:
+        return tools.tool_name(kind, self.names)
 
     def flags(self, **flags: Any) -> dict[str, Any]:
         """What every chunk of a call carries (the translator's ``tool_flags``)."""
@@ -62,7 +68,7 @@ class ToolItems:
         ]
 
     def app_tool_base(self, kind: str, item_id: str, item: dict[str, Any]) -> dict[str, Any]:
-        name = item.get("name") if kind == "custom_tool_call" else tools.tool_name(kind)
+        name = item.get("name") if kind == "custom_tool_call" else self.tool_name(kind)
         return {
             "toolCallId": item.get("call_id") or item_id,
             "toolName": name if isinstance(name, str) and name else kind,
@@ -75,7 +81,7 @@ class ToolItems:
         """A call OpenAI runs whose result is another item (a program, a hosted shell or tool
         search): its input now, its output when the result item comes."""
         flags = self.flags(providerExecuted=True)
-        base = {"toolCallId": call_id, "toolName": tools.tool_name(kind), **flags}
+        base = {"toolCallId": call_id, "toolName": self.tool_name(kind), **flags}
         meta = {PROVIDER: {"itemId": item_id}}
         out: list[Chunk] = [{"type": "tool-input-start", **base}] if start else []
         tool_input = tools.tool_input(item)
@@ -107,7 +113,7 @@ class ToolItems:
             return self.hosted_call(kind, call_id, item_id, item, start=False)
         status = item.get("status")
         finished = status in (None, "completed") or item.get("result") is not None
-        base = {"toolCallId": call_id, "toolName": tools.tool_name(kind), **flags}
+        base = {"toolCallId": call_id, "toolName": self.tool_name(kind), **flags}
         out: list[Chunk] = [
             {"type": "tool-input-available", **base, "input": tools.tool_input(item)}
         ]

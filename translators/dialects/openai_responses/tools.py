@@ -34,9 +34,11 @@ __all__ = [
 PROVIDER = "openai"
 
 
-def tool_name(kind: str) -> str:
-    """The tool name of an item type (``shell_call`` → ``shell``)."""
-    return TOOL_NAMES.get(kind) or kind.removesuffix("_call")
+def tool_name(kind: str, names: Mapping[str, str]) -> str:
+    """The tool name of an item type (``shell_call`` → ``shell``), or the app's for that tool
+    (``names``: the deployment's ``tool_names``)."""
+    name = TOOL_NAMES.get(kind) or kind.removesuffix("_call")
+    return names.get(name, name)
 
 
 def _declared_environment(tools: Mapping[str, Mapping[str, Any]], name: str) -> Any:

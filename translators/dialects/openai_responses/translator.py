@@ -122,7 +122,8 @@ class OpenAIResponsesTranslator(Translator):
         self._fast_item: str | None = None
         #: function calls whose arguments came as deltas (else the item's own ``arguments``).
         self._streamed: set[str] = set()
-        self._tool_items = ToolItems(self.ids, self.options.dynamic_tools)
+        names = getattr(self.options.settings, "tool_names", None) or {}
+        self._tool_items = ToolItems(self.ids, self.options.dynamic_tools, names)
         self._refusal = False
 
     def read_error(self, error: Exception) -> Sequence[Any] | None:
@@ -244,7 +245,8 @@ class OpenAIResponsesTranslator(Translator):
         elif kind.endswith("_call"):
             self._items[item_id] = kind
             flags = self.tool_flags(providerExecuted=True)
-            base = {"toolCallId": hosted_id(item), "toolName": tools.tool_name(kind), **flags}
+            name = self._tool_items.tool_name(kind)
+            base = {"toolCallId": hosted_id(item), "toolName": name, **flags}
             out.append({"type": "tool-input-start", **base})
         else:
             return [*out, *self.unknown(kind, item)]

@@ -1,7 +1,7 @@
 """A useChat answer from an app's own events: a Starlette response, or SSE bytes for any
 framework.
 
-Both run the turn :func:`~chunkbridge.gateway.inprocess.turns.open_app_turn` opens, exactly
+Both run the turn :func:`~chunkbridge.gateway.app_streams.turns.open_app_turn` opens, exactly
 as the gateway runs its own: :class:`UIStreamResponse` through the gateway's SSE response
 (:class:`~chunkbridge.gateway.http.sse.TurnResponse`: the disconnect race, ``[DONE]``, the
 run's end), :func:`ui_stream` through an async iterator the framework reads. A Stop or a
@@ -19,10 +19,10 @@ from typing import Any
 
 from starlette.responses import Response
 
+from chunkbridge.gateway.app_streams.turns import AppStream, app_stream, open_app_turn, standalone
 from chunkbridge.gateway.errors import GatewayError
 from chunkbridge.gateway.http.intake import refusal, rejected
 from chunkbridge.gateway.http.sse import TurnResponse
-from chunkbridge.gateway.inprocess.turns import AppStream, app_stream, open_app_turn, standalone
 from chunkbridge.gateway.logging import get_logger
 from chunkbridge.gateway.service import Gateway
 from chunkbridge.gateway.transports.app_events import EventSource

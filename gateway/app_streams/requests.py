@@ -79,10 +79,15 @@ def request_body(
         except ValidationError as exc:
             raise ValueError(f"invalid settings for dialect {described.name}: {exc}") from exc
     turn = TurnInput(request, session_id, uuid.uuid4().hex, chosen, history or described.history)
+    if described.http is None and described.websocket is None:
+        raise ValueError(
+            f"dialect {described.name!r} runs in your app: the library's own history comes "
+            "from its module (agent_input, graph_input…), not from request_body"
+        )
     try:
         if described.http is not None:
             return described.http.request(turn).body
-        assert described.websocket is not None  # (a dialect has one contract at least)
+        assert described.websocket is not None
         return described.websocket.prompt_frame(turn)
     except RequestRejected as exc:
         raise BadRequest(exc.client_message) from exc

@@ -8,7 +8,7 @@ is mounted in the same app (:func:`chunkbridge.create_app`) and lends these stre
 and telemetry.
 """
 
-from chunkbridge.gateway.inprocess.requests import parse_chat_request, request_body
-from chunkbridge.gateway.inprocess.response import UIStreamResponse, ui_stream
+from chunkbridge.gateway.app_streams.requests import parse_chat_request, request_body
+from chunkbridge.gateway.app_streams.response import UIStreamResponse, ui_stream
 
 __all__ = ["UIStreamResponse", "parse_chat_request", "request_body", "ui_stream"]

@@ -1,7 +1,7 @@
 """An app's own stream as a turn: its events through the gateway's pipeline.
 
-:class:`~chunkbridge.gateway.inprocess.response.UIStreamResponse` and
-:func:`~chunkbridge.gateway.inprocess.response.ui_stream` start here. :func:`open_app_turn`
+:class:`~chunkbridge.gateway.app_streams.response.UIStreamResponse` and
+:func:`~chunkbridge.gateway.app_streams.response.ui_stream` start here. :func:`open_app_turn`
 builds the objects a gateway turn is made of — the dialect's translator in a turn for the
 client's target (:class:`~chunkbridge.translators.core.turn.EventTurn`: its frames are the
 app's events), the turn driver over an

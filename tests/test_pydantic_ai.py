@@ -1,0 +1,196 @@
+"""pydantic-ai: a real agent (``FunctionModel`` scripted per scenario, no network) streamed
+in-process through the ``pydantic-ai`` dialect; its recordings are what the live agent emits now,
+the live objects and their recordings give the same bytes, the real ai 5/6/7 chats take the
+answers and send the conversation back through :func:`agent_input`."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic_ai.messages import ModelMessage
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from chunkbridge.gateway.devtools.library_recording import library_sse
+from chunkbridge.kit import TurnInput
+from chunkbridge.protocol_specs.chat_request import ChatRequest
+from chunkbridge.translators.core.turn import TurnOptions
+from chunkbridge.translators.dialects.pydantic_ai import agent_input
+from tests.gateway_harness import uvicorn_server
+from tests.helpers import chat_reply, decode_sse, new_turn, of_type
+from tests.library_runs import check_live_run
+from tests.pydantic_ai_agents import DEFERRING, SCENARIOS
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "pydantic-ai"
+DIALECT = "pydantic-ai"
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+async def test_the_live_agent_is_its_recording_and_its_golden(
+    name: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    update = bool(request.config.getoption("--update-goldens"))
+    recording = FIXTURES / f"{name}.jsonl"
+    await check_live_run(DIALECT, SCENARIOS[name].run, recording, tmp_path, update)
+
+
+def test_what_the_goldens_show() -> None:
+    def chunks(name: str) -> list[dict[str, Any]]:
+        return decode_sse((FIXTURES / f"{name}.sse").read_bytes())
+
+    step = [c["type"] for c in chunks("reasoning-and-tool") if c["type"].endswith("-step")]
+    assert step == ["start-step", "finish-step", "start-step", "finish-step"]  # two responses
+    (reasoning_end,) = of_type(chunks("reasoning-and-tool"), "reasoning-end")
+    assert reasoning_end["providerMetadata"] == {
+        "pydanticAi": {"signature": "sig-1", "providerName": "function"}
+    }
+    (retry,) = of_type(chunks("tool-retry"), "tool-output-error")
+    assert retry == {
+        "type": "tool-output-error",
+        "toolCallId": "c8",
+        "errorText": "no entry 'a'; try 'b'",
+    }
+    assert of_type(chunks("model-error-mid-text"), "error") == [
+        {"type": "error", "errorText": "the model is down"}
+    ]
+    assert of_type(chunks("tool-exception"), "error")[0]["errorText"] == "the tool blew up"
+    assert chunks("deferred-call")[-1]["finishReason"] == "tool-calls"
+    assert [c["data"] for c in of_type(chunks("custom-events"), "data-crunch_progress")] == [
+        {"done": 1, "total": 2},
+        {"done": 2, "total": 2},
+    ]
+    finish = chunks("plain-text")[-1]
+    assert finish["messageMetadata"] == {
+        "model": "scripted",
+        "usage": {"inputTokens": 50, "outputTokens": 4},
+    }
+
+
+def test_unknown_and_malformed_events_follow_the_policy() -> None:
+    turn = new_turn(DIALECT)
+    out = turn.feed({"event_kind": "part_start", "index": 0, "part": {"part_kind": "text"}})
+    out += turn.feed({"event_kind": "part_start", "index": 1, "part": {"part_kind": "speech"}})
+    out += turn.feed({"event_kind": "brand_new", "x": 1})
+    out += turn.feed({"no": "kind"})
+    out += turn.feed(
+        {
+            "event_kind": "part_start",
+            "index": 2,
+            "part": {"part_kind": "tool-call", "tool_call_id": 5},
+        }
+    )
+    out += turn.feed({"chunkbridge": "end"})
+    kinds = [c["type"] for c in out]
+    assert "data-part-speech" in kinds and "data-brand_new" in kinds
+    malformed = of_type(out, "data-upstream-malformed")
+    assert [m["data"]["reason"] for m in malformed] == [
+        "not an event of this library",
+        "part_start: 'tool_call_id' must be a string",
+    ]
+    assert kinds[-1] == "finish" and turn.finish_reason == "stop"
+
+
+def test_a_run_that_raised_before_any_event_ends_with_its_error() -> None:
+    turn = new_turn(DIALECT)
+    out = turn.feed({"chunkbridge": "error", "error": "ModelHTTPError", "message": ""})
+    assert [c["type"] for c in out] == ["start", "error", "finish"]
+    assert out[1]["errorText"] == "ModelHTTPError"
+
+
+# -- the request side: the chat's history as the agent's ---------------------------------------
+
+
+def _shape(messages: list[ModelMessage]) -> list[tuple[str, list[tuple[Any, ...]]]]:
+    """What a model sees of a history: each message's kind and its parts' contents."""
+    out = []
+    for message in messages:
+        parts = []
+        for part in message.parts:
+            kind = part.part_kind
+            if kind in ("tool-call",):
+                parts.append((kind, part.tool_name, part.args_as_dict(), part.tool_call_id))
+            elif kind == "tool-return":
+                # The UI has one error state: a retried call comes back as a failed one (both
+                # reach the model as an error).
+                outcome = "failed" if part.outcome == "retried" else part.outcome
+                parts.append((kind, part.tool_name, part.content, part.tool_call_id, outcome))
+            elif kind == "thinking":
+                parts.append((kind, part.content, part.signature))
+            else:
+                parts.append((kind, part.content))
+        out.append((message.kind, parts))
+    return out
+
+
+@pytest.mark.conformance
+@pytest.mark.parametrize("name", ["reasoning-and-tool", "parallel-tools", "tool-retry"])
+async def test_the_ui_history_is_the_agents_own_history(real_clients: Any, name: str) -> None:
+    """The message the real ai 7 chat built of the answer, sent back, becomes the history the
+    agent itself kept of that run."""
+    scenario = SCENARIOS[name]
+    async with scenario.run() as events:
+        async for _ in events:
+            pass
+        kept = events.all_messages()
+    body = await library_sse(DIALECT, scenario.run())
+    message = real_clients.check(body, majors=(7,))[7].message
+    user = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": scenario.prompt}]}
+    request = ChatRequest.model_validate({"id": "c", "messages": [user, {**message, "id": "a1"}]})
+    assert _shape(agent_input(request).message_history) == _shape(kept)
+
+
+async def _chat(request: Request) -> Response:
+    """A host app's route, the way the README tells it: the chat's history in, the agent's
+    events out as the chat's answer."""
+    chat = ChatRequest.model_validate(await request.json())
+    run = agent_input(chat)
+    options = TurnOptions(
+        target=int(request.path_params["major"]),
+        message_id=chat.response_message_id(),
+        known_tools=TurnInput(chat, "", "").known_tool_calls(),
+    )
+    events = DEFERRING.run_stream_events(
+        message_history=run.message_history, deferred_tool_results=run.deferred_tool_results
+    )
+    body = await library_sse(DIALECT, events, options=options)
+    return Response(body, media_type="text/event-stream")
+
+
+@contextlib.asynccontextmanager
+async def chat_app() -> AsyncIterator[str]:
+    app = Starlette(routes=[Route("/chat/{major:int}", _chat, methods=["POST"])])
+    async with uvicorn_server(app) as base:
+        yield base
+
+
+@pytest.mark.conformance
+@pytest.mark.parametrize(("major", "approved"), [(5, True), (6, False), (7, True)])
+async def test_an_approval_round_trips_through_the_real_chat(
+    real_clients: Any, major: int, approved: bool
+) -> None:
+    """The run stops for an approval; the chat approves or denies it (ai 5: the question
+    form); the next request's ``deferred_tool_results`` carry the decision and the agent goes on
+    in the same message."""
+    async with chat_app() as base:
+        answer = {"kind": "approval", "approved": approved, "reason": "not now"}
+        result = await real_clients.chat_loop(
+            f"{base}/chat/{major}", major, "delete /tmp/x", [answer]
+        )
+    parts = chat_reply(result)["parts"]
+    (tool,) = [p for p in parts if p["type"] == "tool-delete_file"]
+    texts = [p["text"] for p in parts if p["type"] == "text"]
+    assert texts[0] == "Deleting needs your approval."
+    if approved:
+        assert tool["state"] == "output-available" and tool["output"] == "deleted /tmp/x"
+        assert texts[-1] == "Done: deleted /tmp/x."
+    else:
+        assert tool["state"] == "output-denied", tool
+        assert texts[-1] == "Done: not now."  # the model heard the denial and went on
+    second = result["requests"][1]
+    assert second["messageId"] == result["messages"][1]["id"]

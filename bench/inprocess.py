@@ -18,8 +18,10 @@ and after) divided by the events streamed is the figure. Rows:
                    streams the same number of text deltas
   agent-via-ag-ui  UIStreamResponse over that agent's AG-UI events (AGUIAdapter.run_stream(),
                    dialect ag-ui): chunkbridge on the same agent
-  agent-alone      that agent's own events (run_stream_events()) read and dropped: what the
-                   agent itself costs per event, under both rows above
+  agent-native     UIStreamResponse over that agent's own events (run_stream_events(), dialect
+                   pydantic-ai): chunkbridge on the same agent, natively
+  agent-alone      that agent's own events read and dropped: what the agent itself costs per
+                   event, under the three rows above
 
 Env: REPEAT (3 rounds; the rows rotate each round), ROWS (comma list), BENCH_JSON=1.
 """
@@ -42,7 +44,15 @@ ROOT = Path(__file__).resolve().parents[1]
 N = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1] != "serve" else 5000
 TURNS = int(sys.argv[2]) if len(sys.argv) > 2 and sys.argv[1] != "serve" else 40
 REPEAT = int(os.environ.get("REPEAT", 3))
-ROWS = ["gateway", "dicts", "sdk-objects", "vercel-adapter", "agent-via-ag-ui", "agent-alone"]
+ROWS = [
+    "gateway",
+    "dicts",
+    "sdk-objects",
+    "vercel-adapter",
+    "agent-via-ag-ui",
+    "agent-native",
+    "agent-alone",
+]
 TOKENS = [" the", " quick", " brown", " fox", " jumps", " over", " lazy", " dog"]
 
 
@@ -135,6 +145,13 @@ def in_process_app(row: str, n: int) -> Any:
 
         async def chat(request: Any) -> Any:
             return await VercelAIAdapter.dispatch_request(request, agent=the_agent)
+
+    elif row == "agent-native":
+        the_agent = agent(n)
+
+        async def chat(request: Any) -> Any:
+            await request.body()
+            return UIStreamResponse(the_agent.run_stream_events("hi"), dialect="pydantic-ai")
 
     elif row == "agent-alone":
         from starlette.responses import PlainTextResponse

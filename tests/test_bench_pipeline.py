@@ -61,6 +61,7 @@ def test_inprocess_benchmark_runs_every_row_on_a_small_turn() -> None:
         "sdk-objects",
         "vercel-adapter",
         "agent-via-ag-ui",
+        "agent-native",
         "agent-alone",
     }
     assert all(len(values) == 1 and values[0] > 0 for values in rows.values())

@@ -31,6 +31,12 @@ _PLAIN = frozenset({str, int, float, bool, type(None)})
 #: A model class → how it is read: its fields whose JSON key differs from their name (most
 #: have none), and those whose default is not ``None`` (read when not given).
 _PLANS: dict[type, tuple[dict[str, str], frozenset[str]]] = {}
+#: (a model class, the fields an instance was given) → the (field, JSON key) pairs to read, in
+#: the fields' order: an SDK's events come in a few shapes each, so this is worked out once per
+#: shape, not per event.
+_ORDERS: dict[tuple[type, frozenset[str]], tuple[tuple[str, str], ...]] = {}
+#: Shapes remembered at most (a bound: a library that makes endless shapes only costs more).
+_MAX_ORDERS = 4096
 #: A value's type → whether it is a pydantic model (``isinstance`` on one costs more).
 _MODELS: dict[type, bool] = {}
 
@@ -47,23 +53,32 @@ def _plan(cls: type[BaseModel]) -> tuple[dict[str, str], frozenset[str]]:
     return plan
 
 
+def _order(cls: type[BaseModel], given: frozenset[str]) -> tuple[tuple[str, str], ...]:
+    plan = _PLANS.get(cls)
+    aliases, defaulted = plan if plan is not None else _plan(cls)
+    read = given | defaulted
+    order = tuple((name, aliases.get(name, name)) for name in cls.model_fields if name in read)
+    if len(_ORDERS) >= _MAX_ORDERS:
+        _ORDERS.clear()
+    _ORDERS[cls, given] = order
+    return order
+
+
 def wire_dict(model: BaseModel) -> dict[str, Any]:
     """``model`` as the JSON object it was read from: the fields it was given and those whose
     default is not ``None`` (nested models likewise; enums as their values), and its extra
     keys."""
-    plan = _PLANS.get(type(model))
-    aliases, defaulted = plan if plan is not None else _plan(type(model))
-    names = model.__pydantic_fields_set__
-    if defaulted:
-        names = names | defaulted
+    cls = type(model)
+    given = frozenset(model.__pydantic_fields_set__)
+    order = _ORDERS.get((cls, given))
+    if order is None:
+        order = _order(cls, given)
+    values = model.__dict__
     plain = _PLAIN
     out: dict[str, Any] = {}
-    for name, value in model.__dict__.items():  # (in the fields' order: the same every time)
-        if name not in names:
-            continue
-        if type(value) not in plain:
-            value = _wire(value)
-        out[aliases.get(name, name) if aliases else name] = value
+    for name, key in order:
+        value = values[name]
+        out[key] = value if type(value) in plain else _wire(value)
     extra = model.__pydantic_extra__
     if extra:
         for key, value in extra.items():

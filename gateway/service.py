@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import secrets
 import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Literal
 
 from pydantic import ValidationError
@@ -20,6 +21,7 @@ from chunkbridge.gateway.stores.base import Line
 from chunkbridge.gateway.stores.redis_resume import RedisResumeStore
 from chunkbridge.gateway.stores.writer import StoreWriter
 from chunkbridge.gateway.telemetry import NO_TRACE, NoTrace, Telemetry, TurnTrace
+from chunkbridge.gateway.telemetry_sdk import install_sdk
 from chunkbridge.gateway.tools import ToolSources
 from chunkbridge.gateway.transports.connectors import Connector, connector_for
 from chunkbridge.gateway.transports.tls import client_tls
@@ -34,19 +36,62 @@ from chunkbridge.gateway.turn.sampling import Sampled, Sampler
 from chunkbridge.gateway.turn.takeover import Recoverer
 from chunkbridge.kit import (
     Dialect,
+    Frame,
+    RequestRejected,
+    Translator,
     TranslatorOptions,
+    TurnInput,
     UnknownEventPolicy,
+    WebSocketContract,
 )
 from chunkbridge.protocol_specs.chat_request import ChatRequest
 
-__all__ = ["Gateway"]
+__all__ = ["NO_UPSTREAM", "NOT_STARTED", "Gateway", "require_dialect"]
+
+
+#: What a request to a gateway whose :meth:`Gateway.lifespan` is not running is answered (503).
+NOT_STARTED = (
+    "This chunkbridge gateway is not started: run `async with gateway.lifespan():` in the "
+    "app's lifespan (FastAPI(lifespan=...)); Starlette does not run a mounted app's lifespan, "
+    "so its stores, tool servers and telemetry would stay off."
+)
+
+
+def _no_turns(turn: TurnInput) -> Frame:
+    raise RequestRejected(
+        "This gateway has no upstream: its chats are streamed by the app (UIStreamResponse)."
+    )
+
+
+#: The dialect of a gateway configured without one: a gateway lent to an app's own streams
+#: (their resume log, transcripts, telemetry, stored-chat routes), which runs no turn itself.
+NO_UPSTREAM = Dialect(
+    name="no-upstream",
+    summary="no upstream: the app streams its chats itself",
+    translator=Translator,
+    websocket=WebSocketContract(prompt_frame=_no_turns),
+)
+
+
+def require_dialect(config: GatewayConfig) -> None:
+    """A gateway served on its own (``serve``) needs a dialect: :class:`ConfigError` saying
+    which exist when it has none."""
+    if config.dialect is None:
+        names = ", ".join(registry().dialects) or "none registered"
+        raise ConfigError(f"no dialect: set one with --dialect NAME (available: {names})")
 
 
 class Gateway:
-    """One app's gateway. The stores are opened once; :meth:`configure` may change the rest
-    (the demo points it at its own upstream once that listens)."""
+    """One app's gateway: its upstream dialect, stores, tool servers, telemetry and metrics,
+    and the turns it runs. Served by :func:`chunkbridge.create_app`, or lent to an app's own
+    streams (:class:`chunkbridge.UIStreamResponse`); either way it runs inside
+    :meth:`lifespan`. The stores are opened once; :meth:`configure` may change the rest (the
+    demo points it at its own upstream once that listens)."""
 
     def __init__(self, config: GatewayConfig) -> None:
+        #: :meth:`lifespan` is running: the stores are open and the tools listed.
+        self.started = False
+        self._lifespans = 0
         self.metrics = Metrics()
         self.turns = OpenTurns()
         self.draining = False
@@ -96,12 +141,15 @@ class Gateway:
 
     def configure(self, config: GatewayConfig) -> None:
         """Use ``config`` for the next turns. Raises :class:`ConfigError` when the dialect is
-        unknown, its settings are invalid, or it does not speak the upstream URL's transport."""
-        if config.dialect is None:
-            names = ", ".join(registry().dialects) or "none registered"
-            raise ConfigError(f"no dialect: set one with --dialect NAME (available: {names})")
+        unknown, its settings are invalid, or it does not speak the upstream URL's transport.
+        Without a dialect the gateway has no upstream (:data:`NO_UPSTREAM`): it serves an
+        app's own streams, and refuses turns of its own."""
+        if config.dialect is None and config.tools:
+            raise ConfigError(
+                "tools need a dialect: the model of the gateway's upstream calls them"
+            )
         try:
-            dialect = get_dialect(config.dialect)
+            dialect = NO_UPSTREAM if config.dialect is None else get_dialect(config.dialect)
         except UnknownDialect as exc:
             raise ConfigError(str(exc)) from exc
         raw = config.dialect_settings.get(dialect.name, {})
@@ -165,6 +213,44 @@ class Gateway:
             self._offer_tools(self._app_settings)
         except ConfigError as exc:  # e.g. a new tool named like one of the app's: keep the old
             self.log.error("tools.change_refused", error=str(exc))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(
+        self,
+        *,
+        on_startup: Callable[[Gateway], Awaitable[None]] | None = None,
+        on_shutdown: Callable[[], Awaitable[None]] | None = None,
+    ) -> AsyncIterator[None]:
+        """The gateway's life inside an app's: opens its stores, starts its tool servers and
+        (``telemetry = otlp``) the OpenTelemetry SDK; on the way out drains its turns (each
+        ends validly) and closes them all. ``FastAPI(lifespan=lambda app: gateway.lifespan())``,
+        or ``async with gateway.lifespan(): ...`` inside the app's own lifespan. Until it runs,
+        the gateway's routes answer 503 (:data:`NOT_STARTED`). Entered again while it runs (a
+        second app serving the same gateway), it does nothing. The hooks run inside the SDK's
+        life: ``on_startup`` before the stores open, ``on_shutdown`` after they closed."""
+        self._lifespans += 1
+        try:
+            if self._lifespans > 1:
+                yield
+                return
+            stop_sdk = install_sdk() if self.config.telemetry != "off" else None
+            try:
+                if on_startup is not None:
+                    await on_startup(self)
+                await self.start()  # resume = redis: fails the start-up when Redis is not there
+                self.started = True
+                try:
+                    yield
+                finally:
+                    self.started = False
+                    await self.aclose()
+                    if on_shutdown is not None:
+                        await on_shutdown()
+            finally:
+                if stop_sdk is not None:
+                    stop_sdk()
+        finally:
+            self._lifespans -= 1
 
     async def start(self) -> None:
         await self.stores.start()

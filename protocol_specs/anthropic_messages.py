@@ -88,6 +88,7 @@ __all__ = [
     "API_VERSION",
     "DEFAULT_PATH",
     "RETRY_STATUSES",
+    "SDK_HELPER_EVENTS",
     "STOP_REASONS",
     "USAGE_FIELDS",
 ]
@@ -96,6 +97,9 @@ DEFAULT_PATH: Final = "/v1/messages"
 API_VERSION: Final = "2023-06-01"
 #: 529 is Anthropic's "overloaded"; retried like 429 and the usual 5xx before the first byte.
 RETRY_STATUSES: Final = frozenset({429, 500, 502, 503, 504, 529})
+#: The events the ``anthropic`` SDK's ``messages.stream()`` helper yields besides the raw ones
+#: (each repeats a raw event's delta with the text so far): skipped, the raw event says it.
+SDK_HELPER_EVENTS: Final = frozenset({"text", "citation", "thinking", "signature", "input_json"})
 
 
 #: Anthropic ``stop_reason`` → finishReason (the raw reason stays in ``stopReason``). The same

@@ -51,9 +51,29 @@ from typing import Final
 __all__ = [
     "AI_SDK_DIFFERENCES",
     "FINISH_REASONS",
+    "SDK_CHUNK_EVENT",
+    "SDK_HELPER_EVENTS",
     "TERMINAL_FRAME",
     "USAGE_FIELDS",
 ]
+
+#: The ``openai`` SDK's ``chat.completions.stream()`` helper: its ``chunk`` event carries each
+#: raw chunk (``.chunk``); the others repeat what a chunk said, with the text so far (skipped).
+SDK_CHUNK_EVENT: Final = "chunk"
+SDK_HELPER_EVENTS: Final = frozenset(
+    {
+        "content.delta",
+        "content.done",
+        "refusal.delta",
+        "refusal.done",
+        "tool_calls.function.arguments.delta",
+        "tool_calls.function.arguments.done",
+        "logprobs.content.delta",
+        "logprobs.content.done",
+        "logprobs.refusal.delta",
+        "logprobs.refusal.done",
+    }
+)
 
 
 #: Where chunkbridge and ``@ai-sdk/openai-compatible`` (or ``@ai-sdk/openai``'s chat model for

@@ -41,3 +41,27 @@ def test_transcript_load_benchmark_runs_on_a_small_chat() -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("store = sqlite: 20 messages"), result.stdout
     assert " p50 " in result.stdout and " p99 " in result.stdout
+
+
+def test_inprocess_benchmark_runs_every_row_on_a_small_turn() -> None:
+    env = {**os.environ, "REPEAT": "1", "BENCH_JSON": "1"}
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "inprocess.py"), "60", "2"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout.strip().splitlines()[-1])
+    assert set(rows) == {
+        "gateway",
+        "dicts",
+        "sdk-objects",
+        "vercel-adapter",
+        "agent-via-ag-ui",
+        "agent-native",
+        "agent-alone",
+    }
+    assert all(len(values) == 1 and values[0] > 0 for values in rows.values())

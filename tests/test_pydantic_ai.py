@@ -17,10 +17,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from chunkbridge import UIStreamResponse, parse_chat_request
 from chunkbridge.gateway.devtools.library_recording import library_sse
-from chunkbridge.kit import TurnInput
 from chunkbridge.protocol_specs.chat_request import ChatRequest
-from chunkbridge.translators.core.turn import TurnOptions
 from chunkbridge.translators.dialects.pydantic_ai import agent_input
 from tests.gateway_harness import uvicorn_server
 from tests.helpers import chat_reply, decode_sse, new_turn, of_type
@@ -147,19 +146,14 @@ async def test_the_ui_history_is_the_agents_own_history(real_clients: Any, name:
 
 async def _chat(request: Request) -> Response:
     """A host app's route, the way the README tells it: the chat's history in, the agent's
-    events out as the chat's answer."""
-    chat = ChatRequest.model_validate(await request.json())
+    events out as the chat's answer (continuing the message a continuation continues)."""
+    chat = parse_chat_request(await request.body())
     run = agent_input(chat)
-    options = TurnOptions(
-        target=int(request.path_params["major"]),
-        message_id=chat.response_message_id(),
-        known_tools=TurnInput(chat, "", "").known_tool_calls(),
-    )
     events = DEFERRING.run_stream_events(
         message_history=run.message_history, deferred_tool_results=run.deferred_tool_results
     )
-    body = await library_sse(DIALECT, events, options=options)
-    return Response(body, media_type="text/event-stream")
+    major = int(request.path_params["major"])
+    return UIStreamResponse(events, dialect=DIALECT, target=major, request=chat)
 
 
 @contextlib.asynccontextmanager

@@ -1,5 +1,5 @@
-"""The Starlette app: ``POST /api/sessions/{session_id}/chat``, its resume, stop and stored-chat
-routes, plus health, readiness and metrics.
+"""The Starlette app: ``POST {prefix}/sessions/{session_id}/chat`` (``/api`` by default), its
+resume, stop and stored-chat routes, plus health, readiness and metrics.
 
 Error policy (Starlette's ``response_started`` rule): everything that can fail before the first byte
 — request shape, auth, the session's turn lock, connecting to the upstream and sending the prompt —
@@ -30,7 +30,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute, Match, Route, WebSocketRoute
 
-from chunkbridge.gateway.config import GatewayConfig
+from chunkbridge.gateway.config import ConfigError, GatewayConfig
 from chunkbridge.gateway.errors import NotFound, UnsupportedMediaType
 from chunkbridge.gateway.http.auth import authenticate
 from chunkbridge.gateway.http.chat_socket import chat_socket
@@ -44,11 +44,12 @@ from chunkbridge.gateway.http.intake import (
     rejected,
 )
 from chunkbridge.gateway.http.sse import QueuedResponse, ResumeResponse, TurnResponse
+from chunkbridge.gateway.http.started import RequireStarted
 from chunkbridge.gateway.http.transcripts import chat_list, chat_messages, delete_chat
-from chunkbridge.gateway.service import Gateway
+from chunkbridge.gateway.service import NO_UPSTREAM, Gateway, require_dialect
 from chunkbridge.gateway.stores import ResumeStore
 from chunkbridge.gateway.telemetry import TRACE_COMMENT, Telemetry
-from chunkbridge.gateway.telemetry_sdk import install_sdk, server_middleware
+from chunkbridge.gateway.telemetry_sdk import server_middleware
 from chunkbridge.gateway.turn.busy import Queued
 
 __all__ = ["create_app"]
@@ -201,6 +202,8 @@ async def readyz(request: Request) -> Response:
         return PlainTextResponse(
             "draining", status_code=503, headers={"retry-after": str(RETRY_AFTER_DRAINING)}
         )
+    if gateway.dialect is NO_UPSTREAM:  # it serves the app's own streams: nothing to reach
+        return PlainTextResponse("ready")
     target = urlsplit(gateway.config.upstream.replace("{session_id}", "x"))
     port = target.port or (443 if target.scheme in ("wss", "https") else 80)
     try:
@@ -235,86 +238,78 @@ def _route_of(routes: list[BaseRoute]) -> Callable[[Any], tuple[str, dict[str, A
     return details
 
 
-#: The gateway's routes (an app adds its ``extra_routes`` after them).
-_ROUTES: tuple[BaseRoute, ...] = (
-    Route("/api/sessions/{session_id:str}/chat", chat, methods=["POST"]),
-    WebSocketRoute("/api/sessions/{session_id:str}/chat/ws", chat_socket),
-    Route(
-        "/api/sessions/{session_id:str}/chat/{chat_id:path}/stream",
-        resume_stream,
-        methods=["GET"],
-    ),
-    Route(
-        "/api/sessions/{session_id:str}/chat/{chat_id:path}/stop",
-        stop_turn,
-        methods=["POST"],
-    ),
-    Route(
-        "/api/sessions/{session_id:str}/chat/{chat_id:path}/messages",
-        chat_messages,
-        methods=["GET"],
-    ),
-    Route("/api/sessions/{session_id:str}/chats", chat_list, methods=["GET"]),
-    Route(
-        "/api/sessions/{session_id:str}/chat/{chat_id:path}",
-        delete_chat,
-        methods=["DELETE"],
-    ),
-    Route("/healthz", healthz, methods=["GET"]),
-    Route("/readyz", readyz, methods=["GET"]),
-    Route("/metrics", metrics_endpoint, methods=["GET"]),
-)
+def _routes(prefix: str) -> list[BaseRoute]:
+    """The gateway's routes: a session's under ``prefix`` (an app adds its ``extra_routes``
+    after them), health, readiness and metrics at the app's root."""
+    chat_path = prefix + "/sessions/{session_id:str}/chat"
+    return [
+        Route(chat_path, chat, methods=["POST"]),
+        WebSocketRoute(chat_path + "/ws", chat_socket),
+        Route(chat_path + "/{chat_id:path}/stream", resume_stream, methods=["GET"]),
+        Route(chat_path + "/{chat_id:path}/stop", stop_turn, methods=["POST"]),
+        Route(chat_path + "/{chat_id:path}/messages", chat_messages, methods=["GET"]),
+        Route(prefix + "/sessions/{session_id:str}/chats", chat_list, methods=["GET"]),
+        Route(chat_path + "/{chat_id:path}", delete_chat, methods=["DELETE"]),
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
+        Route("/metrics", metrics_endpoint, methods=["GET"]),
+    ]
 
 
 def _lifespan(
     gateway: Gateway,
-    telemetry: bool,
     on_startup: Callable[[Gateway], Awaitable[None]] | None,
     on_shutdown: Callable[[], Awaitable[None]] | None,
 ) -> Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]]:
-    """Start-up and shut-down around the gateway's life: the telemetry SDK outlives both hooks
-    and the gateway, so the spans of the last turns still go out."""
+    """The app's start-up and shut-down: the gateway's :meth:`~Gateway.lifespan`, when the app
+    is served on its own (mounted in another app, that app's lifespan runs it)."""
 
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        stop_sdk = install_sdk() if telemetry else None
-        if on_startup is not None:
-            await on_startup(gateway)
-        await gateway.start()  # resume = redis: fails the start-up when Redis is not there
-        yield
-        await gateway.aclose()
-        if on_shutdown is not None:
-            await on_shutdown()
-        if stop_sdk is not None:
-            stop_sdk()
+    def lifespan(app: Starlette) -> contextlib.AbstractAsyncContextManager[None]:
+        return gateway.lifespan(on_startup=on_startup, on_shutdown=on_shutdown)
 
     return lifespan
 
 
 def create_app(
-    config: GatewayConfig,
+    config: GatewayConfig | Gateway,
     *,
+    prefix: str = "/api",
     extra_routes: list[Route] | None = None,
     on_startup: Callable[[Gateway], Awaitable[None]] | None = None,
     on_shutdown: Callable[[], Awaitable[None]] | None = None,
 ) -> Starlette:
-    """The app for ``config``. Raises :class:`ConfigError` when the dialect cannot serve it."""
-    gateway = Gateway(config)
-    routes: list[BaseRoute] = [*_ROUTES, *(extra_routes or [])]
+    """The gateway's Starlette app, for ``config`` (a new :class:`Gateway`) or ``gateway``.
+
+    Its routes are ``{prefix}/sessions/{session_id}/chat`` and the rest of a session's,
+    relative to wherever the app is mounted, plus ``/healthz``, ``/readyz`` and ``/metrics``;
+    the gateway is ``app.state.gateway``. Served on its own (``uvicorn``), the app's lifespan
+    runs the gateway's (:meth:`Gateway.lifespan`, with ``on_startup`` and ``on_shutdown``);
+    mounted in another app, that app runs it, or every request is answered 503. Raises
+    :class:`ConfigError` when the dialect cannot serve the configuration, or ``config`` has
+    none (a :class:`Gateway` without one serves the app's own streams: their resume, stop
+    and stored-chat routes)."""
+    if prefix and (not prefix.startswith("/") or prefix.endswith("/")):
+        raise ConfigError(f"prefix {prefix!r}: start it with '/' and end it without one")
+    if not isinstance(config, Gateway):
+        require_dialect(config)
+    gateway = config if isinstance(config, Gateway) else Gateway(config)
+    settings = gateway.config
+    routes: list[BaseRoute] = [*_routes(prefix), *(extra_routes or [])]
     middleware = []
-    if config.telemetry != "off":  # outermost: the server span covers the whole request
+    if settings.telemetry != "off":  # outermost: the server span covers the whole request
         middleware.append(server_middleware(_route_of(routes)))
-    if config.cors_origins:
+    if settings.cors_origins:
         middleware.append(
             Middleware(
                 CORSMiddleware,
-                allow_origins=config.cors_origins,
+                allow_origins=settings.cors_origins,
                 allow_methods=["POST", "GET", "DELETE", "OPTIONS"],
                 allow_headers=["authorization", "content-type", "x-request-id"],
                 expose_headers=["x-request-id"],
             )
         )
-    lifespan = _lifespan(gateway, config.telemetry != "off", on_startup, on_shutdown)
+    middleware.append(Middleware(RequireStarted, gateway=gateway))
+    lifespan = _lifespan(gateway, on_startup, on_shutdown)
     app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
     app.state.gateway = gateway
     return app

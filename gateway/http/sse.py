@@ -48,8 +48,10 @@ async def wait_for_disconnect(receive: Any) -> None:
             return
 
 
-async def _open(send: Send, request_id: str) -> None:
-    headers = [*_HEADERS, (b"x-request-id", request_id.encode())]
+async def _open(
+    send: Send, request_id: str, extra: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    headers = [*_HEADERS, (b"x-request-id", request_id.encode()), *(extra or ())]
     await send({"type": "http.response.start", "status": 200, "headers": headers})
     await send({"type": "http.response.body", "body": STREAM_OPEN_FRAME, "more_body": True})
 
@@ -63,12 +65,18 @@ def _writer(send: Send) -> Callable[[bytes], Awaitable[None]]:
     return write
 
 
-async def _deliver(run: TurnRun, receive: Any, send: Send, opens: bool = True) -> None:
-    """The run through ``send`` (``opens``: the response's head first), then ``[DONE]``; the
-    run's end whatever happens."""
+async def _deliver(
+    run: TurnRun,
+    receive: Any,
+    send: Send,
+    opens: bool = True,
+    headers: list[tuple[bytes, bytes]] | None = None,
+) -> None:
+    """The run through ``send`` (``opens``: the response's head first, with ``headers`` too),
+    then ``[DONE]``; the run's end whatever happens."""
     try:
         if opens:
-            await _open(send, run.request_id)
+            await _open(send, run.request_id, headers)
         if await run.deliver(_writer(send), wait_for_disconnect(receive)):
             await send({"type": "http.response.body", "body": DONE_FRAME, "more_body": False})
             run.count_done_frame()
@@ -79,13 +87,15 @@ async def _deliver(run: TurnRun, receive: Any, send: Send, opens: bool = True) -
 
 
 class TurnResponse:
-    """The SSE body of one turn: the run delivered through ASGI ``send``, then ``[DONE]``."""
+    """The SSE body of one turn: the run delivered through ASGI ``send``, then ``[DONE]``
+    (``headers``: more response headers, an app's own)."""
 
-    def __init__(self, run: TurnRun) -> None:
+    def __init__(self, run: TurnRun, headers: list[tuple[bytes, bytes]] | None = None) -> None:
         self.run = run
+        self.headers = headers
 
     async def __call__(self, scope: Any, receive: Any, send: Send) -> None:
-        await _deliver(self.run, receive, send)
+        await _deliver(self.run, receive, send, headers=self.headers)
 
 
 def queue_chunk(position: int) -> dict[str, Any]:

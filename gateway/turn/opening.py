@@ -63,6 +63,7 @@ __all__ = [
     "assemble",
     "connect",
     "delivered",
+    "hold_seat",
     "resume_prefix",
 ]
 
@@ -182,6 +183,12 @@ async def _seat(gateway: Gateway, request: ChatRequest, session_id: str) -> Seat
         gateway.turns.free(session_id)
         raise
     return Seat((session_id, request.id), gateway.turns, resume, member)
+
+
+async def hold_seat(gateway: Gateway, request: ChatRequest, session_id: str) -> Seat:
+    """The session's turn, held as :func:`admit` holds it, for a turn an app opens with its own
+    events (:mod:`chunkbridge.gateway.app_streams`)."""
+    return await _seat(gateway, request, session_id)
 
 
 async def _conversation(

@@ -4,11 +4,13 @@
 // question form's addToolOutput on 5), let the chat send the continuation, report what it built.
 //
 // Input (stdin): {api, major, text, answers: [{kind: "question", output} | {kind: "approval",
-//   approved, reason?} | {kind: "tool", output}], auto?: bool, apis?: [url]}
+//   approved, reason?} | {kind: "tool", output}], auto?: bool, apis?: [url], stopAfterChars?: n}
 //   kind "tool": the output of the first call of one of the app's tools still waiting for it.
 //   auto: the continuation is sent by sendAutomaticallyWhen
 //   (lastAssistantMessageIsCompleteWithToolCalls / ...WithApprovalResponses) instead of
 //   sendMessage().
+//   stopAfterChars: the user presses Stop (chat.stop()) once the answer shows that many
+//   characters of text; nothing is answered then.
 // Output (stdout): {messages, status, error, requests: [request bodies the chat POSTed]}
 // As a module: `run(input)` returns that object (oracle.mjs runs it in its long-lived process).
 import * as ai5 from "ai5";
@@ -59,6 +61,18 @@ export async function run(input) {
     throw new Error(`timed out waiting for request ${requestCount} (status ${state.status})`);
   }
 
+  // The answer shows n characters of text (30 s at most).
+  async function shown(n) {
+    for (let i = 0; i < 1500; i++) {
+      const last = state.messages.at(-1);
+      const parts = last?.role === "assistant" ? last.parts : [];
+      const text = parts.filter((p) => p.type === "text").map((p) => p.text).join("");
+      if (text.length >= n) return;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    throw new Error(`the answer never showed ${n} characters`);
+  }
+
   function pendingPart(kind) {
     const last = state.messages.at(-1);
     const parts = last?.role === "assistant" ? last.parts : [];
@@ -71,6 +85,14 @@ export async function run(input) {
   }
 
   try {
+    if (input.stopAfterChars) {
+      const sending = chat.sendMessage({ text: input.text });
+      await shown(input.stopAfterChars);
+      await chat.stop();
+      await sending;
+      await settled(1);
+      return { messages: state.messages, status: state.status, error: state.error?.message ?? null, requests };
+    }
     await chat.sendMessage({ text: input.text });
     await settled(1);
     for (const answer of input.answers ?? []) {

@@ -149,13 +149,15 @@ def chat_loop(
     auto: bool = False,
     timeout: float = 90,
     apis: list[str] | None = None,
+    stop_after_chars: int | None = None,
 ) -> dict[str, Any]:
     """The real chat of ``major`` (``AbstractChat`` + ``DefaultChatTransport``) against a live
     gateway: send ``text``, answer what the assistant asks (``answers``), let it continue;
     ``{messages, status, error, requests}``. ``apis``: the n-th request goes to the n-th of
-    them, round robin (several instances behind a load balancer)."""
+    them, round robin (several instances behind a load balancer). ``stop_after_chars``: the
+    user presses Stop once the answer shows that many characters."""
     payload: dict[str, Any] = {"api": api, "major": major, "text": text, "answers": answers}
-    payload.update(auto=auto, apis=apis)
+    payload.update(auto=auto, apis=apis, stopAfterChars=stop_after_chars)
     result: dict[str, Any] = run_script("chat_loop.mjs", payload, timeout)
     return result
 
@@ -210,9 +212,12 @@ class RealClients:
         answers: list[dict[str, Any]],
         auto: bool = False,
         apis: list[str] | None = None,
+        stop_after_chars: int | None = None,
     ) -> dict[str, Any]:
         """:func:`chat_loop` off the event loop (the gateway under test runs on it)."""
-        return await asyncio.to_thread(chat_loop, api, major, text, answers, auto, 90, apis)
+        return await asyncio.to_thread(
+            chat_loop, api, major, text, answers, auto, 90, apis, stop_after_chars
+        )
 
     async def busy_chat(self, **payload: Any) -> dict[str, Any]:
         """:func:`busy_chat` off the event loop."""

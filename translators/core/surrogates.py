@@ -9,9 +9,9 @@ reasoning or tool input: the roles come from :data:`~chunkbridge.protocol_specs.
 PART_ROLES`), so the pair reaches the client whole. A held half that is never completed goes out as
 U+FFFD when its part ends, or when the turn closes.
 
-Lone surrogates only come out of the lenient JSON parser (orjson refuses them), so the turn
-pipeline runs this stage on frames that took that path and while something is held; the fast
-path never needs it.
+Lone surrogates only come out of the lenient JSON parser (orjson refuses them) and out of an
+in-process source's events (Python's ``json`` makes them), so the turn pipeline runs this stage
+on those and while something is held; the fast path never needs it.
 """
 
 from __future__ import annotations

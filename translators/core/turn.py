@@ -9,7 +9,8 @@ the target client, and :mod:`~chunkbridge.translators.core.sse_codec` writes the
 this class (driven by the gateway's turn driver), so a golden file checks the code users run.
 
 Calling contract: :meth:`Turn.encode_frame` (or :meth:`Turn.feed_frame` for chunks instead of
-bytes) for each raw frame until :attr:`Turn.done`; when the upstream connection ends,
+bytes) for each raw frame — :meth:`Turn.encode_event` for each event of an in-process source —
+until :attr:`Turn.done`; when the upstream connection ends,
 :meth:`Turn.upstream_ended`; to end the turn for any other reason (timeout, client gone,
 shutdown), :meth:`Turn.close`; when the driver's settle window after an ask passed in silence,
 :meth:`Turn.settle`. None of them raises: an exception inside translation is an
@@ -23,7 +24,7 @@ prefix plus the orjson-encoded delta, byte-identical to the general path.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,11 +44,11 @@ from chunkbridge.translators.core.event_translator import Chunk, EventTranslator
 from chunkbridge.translators.core.gating import ConversionHook
 from chunkbridge.translators.core.guard import RepairHook, StreamGuard
 from chunkbridge.translators.core.message_assembly import MessageAssembler
-from chunkbridge.translators.core.sse_codec import encode_chunk, encode_chunks
+from chunkbridge.translators.core.sse_codec import encode_chunks
 from chunkbridge.translators.core.steps import StepJoin
 from chunkbridge.translators.core.surrogates import NOT_JSON, SurrogatePairs, loads_lenient
 
-__all__ = ["Turn", "TurnOptions"]
+__all__ = ["EventTurn", "Turn", "TurnOptions"]
 
 _loads = orjson.loads
 _dumps = orjson.dumps
@@ -127,6 +128,11 @@ class Turn:
         self._held = self._pairs.held
         self._open_text = self.guard.open_text
         self._terminal = frozenset(translator.TERMINAL_FRAMES)
+        #: What an object given to :meth:`encode_event` stands for (the kit's translators read
+        #: an SDK's pydantic models); ``None``: the translator reads dicts only.
+        self._read_object: Callable[[Any], Sequence[Any] | None] | None = getattr(
+            translator, "read_object", None
+        )
         #: A translator's :class:`DeferredClose` (the agent asked), until it waits or goes on.
         self.deferred_close: CloseRequest | None = None
         #: The request that ended the turn (its finish reason, the answer's message metadata).
@@ -198,6 +204,27 @@ class Turn:
             event = _loads(frame)
         except _JSONDecodeError:
             return encode_chunks(self.feed_frame(frame))  # (the assembler fed there)
+        return self._encode(event, False)
+
+    def encode_event(self, event: Any) -> bytes:
+        """One event of an in-process source to SSE bytes: a dict, as a frame would parse, or
+        an object the translator reads (:meth:`~chunkbridge.kit.Translator.read_object`: an
+        SDK's pydantic model…). Its strings may hold lone surrogates (Python's ``json`` makes
+        them of ``"\\ud83d"``): they are joined as the lenient path's are. Never raises."""
+        if type(event) is dict:
+            return self._encode(event, True)
+        try:
+            events = None if self._read_object is None else self._read_object(event)
+        except Exception as exc:
+            return encode_chunks(self._seen(self._internal_error(exc)))
+        if events is None:  # not an event: malformed, per the dialect's policy
+            return encode_chunks(self._seen(self._feed(event, True)))
+        if len(events) == 1:
+            return self._encode(events[0], True)
+        return b"".join([self._encode(one, True) for one in events])  # none: bookkeeping
+
+    def _encode(self, event: Any, lone_surrogates: bool) -> bytes:
+        """A parsed event to SSE bytes; ``lone_surrogates``: its strings may hold some."""
         try:
             translator = self.translator
             text_id = translator.text_id
@@ -210,16 +237,17 @@ class Turn:
                 delta = translator.fast_text_delta(event)
                 if delta is not None:
                     self.events += 1
-                    if self.assembler is not None:
-                        self.assembler.text_delta(text_id, delta)
                     if text_id != self._prefix_id:
                         self._set_prefix(text_id)
                     try:
-                        return self._prefix + _dumps(delta) + b"}\n\n"
-                    except _JSONEncodeError:  # what orjson refuses: the scrubbing encoder
+                        body = self._prefix + _dumps(delta) + b"}\n\n"
+                    except _JSONEncodeError:  # a lone surrogate: joined, or scrubbed at its end
                         chunk = {"type": "text-delta", "id": text_id, "delta": delta}
-                        return encode_chunk(chunk)
-            return encode_chunks(self._seen(self._feed(event, False)))
+                        return encode_chunks(self._seen(self._guarded([chunk], True)))
+                    if self.assembler is not None:
+                        self.assembler.text_delta(text_id, delta)
+                    return body
+            return encode_chunks(self._seen(self._feed(event, lone_surrogates)))
         except Exception as exc:
             return encode_chunks(self._seen(self._internal_error(exc)))
 
@@ -397,3 +425,10 @@ class Turn:
                 {"type": "error", "errorText": text},
                 {"type": "finish", "finishReason": "error"},
             ]
+
+
+class EventTurn(Turn):
+    """A turn whose upstream is an in-process source (an app's own async iterator of events):
+    the turn driver's frames are events (:meth:`Turn.encode_event`), not text to parse."""
+
+    encode_frame = Turn.encode_event  # type: ignore[assignment]

@@ -15,6 +15,9 @@ imports a dialect or the kit) and the dialects, which import the kit and the wir
   :meth:`~Translator.begin` and :meth:`~Translator.finish`, text and reasoning parts, questions)
   and the event checks (:func:`require_str`…);
 * what a turn carries in (:class:`TurnInput`: the request, the answered calls and approvals);
+* events given as objects by an in-process source (:func:`wire_dict`: an SDK's pydantic model
+  as the JSON it was read from; :func:`sdk_error`: the provider's error an SDK raised;
+  :meth:`Translator.read_object`, :meth:`Translator.read_error`);
 * building blocks for model APIs (indexed parts, streamed tool calls, usage) and the pieces
   every provider dialect shares (settings, history in steps, data URLs, a refusal's error).
 """
@@ -60,6 +63,7 @@ from chunkbridge.kit.in_process import (
     record_of,
     stream_error,
 )
+from chunkbridge.kit.objects import field_of, read_model, sdk_error, wire_dict
 from chunkbridge.kit.provider import (
     DataUrl,
     ProviderSettings,
@@ -142,6 +146,7 @@ __all__ = [
     "content_pieces",
     "counter_ids",
     "error_message",
+    "field_of",
     "flat_text_delta",
     "is_answered",
     "join_surrogates",
@@ -155,11 +160,14 @@ __all__ = [
     "record_of",
     "require_dict",
     "require_list",
+    "read_model",
     "require_str",
     "result_pieces",
+    "sdk_error",
     "stream_error",
     "steps_of",
     "system_prompt",
     "tool_name_of",
     "usage_metadata",
+    "wire_dict",
 ]

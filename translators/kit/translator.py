@@ -36,6 +36,7 @@ from enum import Enum
 from typing import Any, ClassVar
 
 from chunkbridge.kit.events import MalformedEvent, preview
+from chunkbridge.kit.objects import read_model
 from chunkbridge.protocol_specs.human_in_the_loop import QUESTION_TOOL
 from chunkbridge.protocol_specs.ui_message_stream import DATA_PREFIX
 from chunkbridge.translators.core.closing import CloseReason, CloseRequest, DeferredClose
@@ -141,6 +142,23 @@ class Translator:
         if items:
             self.started = True
         return items
+
+    def read_object(self, event: Any) -> Sequence[Any] | None:
+        """The events an object from an in-process source stands for (the turn calls this for
+        what is not a dict): a pydantic model (an SDK's event) is the JSON object it was read
+        from (:func:`~chunkbridge.kit.objects.wire_dict`); ``[]`` for an SDK's own bookkeeping
+        that says nothing new (a dialect overrides this to say which); ``None`` for anything
+        else, which is then malformed. A dialect whose library's events are not pydantic
+        models reads them here, or returns ``[event]`` and dispatches on them itself."""
+        read = read_model(event)
+        return None if read is None else [read]
+
+    def read_error(self, error: Exception) -> Sequence[Any] | None:
+        """An exception an in-process source raised, as the events it stands for: a dialect
+        whose SDK raises on the provider's ``error`` event (:func:`~chunkbridge.kit.objects.
+        sdk_error`) gives that event back, so the turn ends as the gateway ends it; ``None``
+        (the default): a failure of the source, ended with a generic error."""
+        return None
 
     def fast_text_delta(self, event: dict[str, Any]) -> str | None:
         """The text of ``event`` if it is a plain, non-empty delta for the open text part

@@ -17,13 +17,19 @@ from chunkbridge.kit import (
     Translator,
     TranslatorOptions,
     error_message,
+    field_of,
     json_text,
     optional_str,
     require_dict,
     require_str,
+    sdk_error,
     usage_metadata,
 )
-from chunkbridge.protocol_specs.anthropic_messages import STOP_REASONS, USAGE_FIELDS
+from chunkbridge.protocol_specs.anthropic_messages import (
+    SDK_HELPER_EVENTS,
+    STOP_REASONS,
+    USAGE_FIELDS,
+)
 from chunkbridge.protocol_specs.anthropic_messages_tools import CODE_EXECUTION_TOOLS
 from chunkbridge.translators.dialects.anthropic_messages import tools
 
@@ -63,6 +69,21 @@ class AnthropicMessagesTranslator(Translator):
         self._stop_reason: str | None = None
         #: The block index of the text part in :attr:`text_id` (the pipeline's fast path).
         self._fast_index: int | None = None
+
+    def read_object(self, event: Any) -> Sequence[Any] | None:
+        """The ``anthropic`` SDK's raw events as their JSON; the events its
+        ``messages.stream()`` helper adds (``text``, ``input_json``…: a raw delta again, with
+        the text so far) are skipped."""
+        kind = field_of(event, "type")
+        if type(kind) is str and kind in SDK_HELPER_EVENTS:
+            self.stats["sdk-helper-event"] += 1
+            return []
+        return super().read_object(event)
+
+    def read_error(self, error: Exception) -> Sequence[Any] | None:
+        """The SDK's error for the provider's error event, as the gateway reads that event."""
+        inner = sdk_error(error)
+        return None if inner is None else [{"type": "error", "error": inner}]
 
     def fast_text_delta(self, event: dict[str, Any]) -> str | None:
         index = self._fast_index

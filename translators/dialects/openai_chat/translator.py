@@ -17,11 +17,19 @@ from chunkbridge.kit import (
     TranslatorOptions,
     content_pieces,
     error_message,
+    field_of,
     require_dict,
     require_list,
+    sdk_error,
     usage_metadata,
 )
-from chunkbridge.protocol_specs.openai_chat import FINISH_REASONS, TERMINAL_FRAME, USAGE_FIELDS
+from chunkbridge.protocol_specs.openai_chat import (
+    FINISH_REASONS,
+    SDK_CHUNK_EVENT,
+    SDK_HELPER_EVENTS,
+    TERMINAL_FRAME,
+    USAGE_FIELDS,
+)
 
 _CHUNK = "chat.completion.chunk"
 _CHUNK_PREFIX = "chat.completion"
@@ -54,6 +62,23 @@ class OpenAIChatTranslator(Translator):
         if kind == _CHUNK or ("choices" in event and (not kind or _is_chunk_kind(kind))):
             return _CHUNK
         return kind if isinstance(kind, str) else None
+
+    def read_object(self, event: Any) -> Sequence[Any] | None:
+        """The ``openai`` SDK's chunks (``ChatCompletionChunk``) as their JSON; of its
+        ``chat.completions.stream()`` helper's events, the raw chunk each ``chunk`` event
+        carries (the others repeat it: skipped)."""
+        kind = field_of(event, "type")
+        if kind == SDK_CHUNK_EVENT and field_of(event, "chunk") is not None:
+            return super().read_object(event.chunk)
+        if type(kind) is str and kind in SDK_HELPER_EVENTS:
+            self.stats["sdk-helper-event"] += 1
+            return []
+        return super().read_object(event)
+
+    def read_error(self, error: Exception) -> Sequence[Any] | None:
+        """The SDK's error for the provider's error event, as the gateway reads that event."""
+        inner = sdk_error(error)
+        return None if inner is None else [{"error": inner}]
 
     def fast_text_delta(self, event: dict[str, Any]) -> str | None:
         choices = event.get("choices")

@@ -19,6 +19,7 @@ from chunkbridge.kit import (
     flat_text_delta,
     require_dict,
     require_str,
+    sdk_error,
     usage_metadata,
 )
 from chunkbridge.protocol_specs.openai_responses import INCOMPLETE_REASONS, USAGE_FIELDS
@@ -124,6 +125,11 @@ class OpenAIResponsesTranslator(Translator):
         names = getattr(self.options.settings, "tool_names", None) or {}
         self._tool_items = ToolItems(self.ids, self.options.dynamic_tools, names)
         self._refusal = False
+
+    def read_error(self, error: Exception) -> Sequence[Any] | None:
+        """The SDK's error for the provider's error event, as the gateway reads that event."""
+        inner = sdk_error(error)
+        return None if inner is None else [{"type": "error", "error": inner}]
 
     def fast_text_delta(self, event: dict[str, Any]) -> str | None:
         kind = "response.output_text.delta"

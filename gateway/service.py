@@ -28,8 +28,9 @@ from chunkbridge.gateway.transports.tls import client_tls
 from chunkbridge.gateway.turn import busy
 from chunkbridge.gateway.turn.agent_setup import AgentSetup, agent_setup
 from chunkbridge.gateway.turn.busy import Queued
+from chunkbridge.gateway.turn.checkpointer import DurableServices, FaultPlan
 from chunkbridge.gateway.turn.driver import DriverSettings
-from chunkbridge.gateway.turn.durable import DurableDriver, DurableServices, FaultPlan
+from chunkbridge.gateway.turn.durable import DurableDriver
 from chunkbridge.gateway.turn.opening import admit, assemble, connect, delivered
 from chunkbridge.gateway.turn.run import OpenTurns, RunServices, Seat, TurnRun
 from chunkbridge.gateway.turn.sampling import Sampled, Sampler

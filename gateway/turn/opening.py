@@ -32,12 +32,13 @@ from chunkbridge.gateway.stores.writer import StoreWriter
 from chunkbridge.gateway.telemetry import NoTrace, TurnTrace, trace_comment
 from chunkbridge.gateway.transports.base import Upstream
 from chunkbridge.gateway.transports.connectors import Connector
-from chunkbridge.gateway.turn import busy, durable
+from chunkbridge.gateway.turn import busy, checkpointer
 from chunkbridge.gateway.turn.agent import AgentDriver, NotOpened
 from chunkbridge.gateway.turn.agent_setup import AgentSetup
 from chunkbridge.gateway.turn.answers import QuestionAnswer, claim_answers, issue_approval
+from chunkbridge.gateway.turn.checkpointer import Checkpointer, DurableServices
 from chunkbridge.gateway.turn.driver import DriverSettings, TurnDriver
-from chunkbridge.gateway.turn.durable import Checkpointer, DurableDriver, DurableServices
+from chunkbridge.gateway.turn.durable import DurableDriver
 from chunkbridge.gateway.turn.run import OpenTurns, RunServices, Seat, TurnRun
 from chunkbridge.gateway.turn.transcript import TurnTranscript, stored_request
 from chunkbridge.kit import (
@@ -275,7 +276,7 @@ async def _held(gateway: Gateway, admission: Admission, trace: Trace) -> Admissi
         return admission
     target = gateway.config.target
     header = len(trace_comment(trace)) + len(_resume_prefix(admission, target))
-    first = durable.first_checkpoint(
+    first = checkpointer.first_checkpoint(
         admission.request.model_dump(mode="json", exclude_unset=True, by_alias=True),
         admission.run_id,
         admission.message_id,
@@ -286,7 +287,7 @@ async def _held(gateway: Gateway, admission: Admission, trace: Trace) -> Admissi
         tuple(a.tool_call_id for a in admission.answers if not a.approved),
         reset_step=gateway.config.reset_step,
     )
-    checkpoints = await durable.begin(gateway.durable, admission.seat.key, first)
+    checkpoints = await checkpointer.begin(gateway.durable, admission.seat.key, first)
     return dataclasses.replace(admission, checkpoints=checkpoints)
 
 

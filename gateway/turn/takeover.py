@@ -47,11 +47,8 @@ from chunkbridge.gateway.telemetry import NO_TRACE
 from chunkbridge.gateway.turn.agent import NotOpened
 from chunkbridge.gateway.turn.agent_setup import AgentSetup
 from chunkbridge.gateway.turn.answers import issue_approval
-from chunkbridge.gateway.turn.durable import (
-    Checkpointer,
-    DurableDriver,
-    DurableServices,
-)
+from chunkbridge.gateway.turn.checkpointer import Checkpointer, DurableServices
+from chunkbridge.gateway.turn.durable import DurableDriver
 from chunkbridge.gateway.turn.opening import Gateway, resume_prefix
 from chunkbridge.gateway.turn.run import Seat, TurnRun
 from chunkbridge.gateway.turn.transcript import TurnTranscript

@@ -75,7 +75,8 @@ const tools = [
   },
 ];
 
-// GET /stats: how many runs ended because their client went away (the abort tests read it).
+// GET /stats: how many runs ended because their client went away or sent `abort` (the abort
+// tests read it), and how many `abort` commands came.
 const stats = { runs: 0, aborted: 0 };
 
 const server = createServer(async (req, res) => {
@@ -123,8 +124,14 @@ new WebSocketServer({ server }).on("connection", (socket) => {
     initialState: { model: faux.getModel(), systemPrompt: "You are a test agent.", tools },
     getApiKey: () => "faux",
   });
+  let running = false;
+  const stop = () => {
+    if (running) stats.aborted += 1;
+    running = false;
+    agent.abort();
+  };
   agent.subscribe((event) => socket.send(JSON.stringify(event)));
-  socket.on("close", () => agent.abort());
+  socket.on("close", stop);
   socket.on("message", async (data) => {
     let command;
     try {
@@ -136,15 +143,18 @@ new WebSocketServer({ server }).on("connection", (socket) => {
     if (command.type === "prompt") {
       faux.setResponses([respond, respond, respond, respond, respond, respond]);
       stats.runs += 1;
+      running = true;
       try {
         await agent.prompt(command.message ?? "");
       } catch (error) {
         socket.send(JSON.stringify({ type: "response", command: "prompt", success: false, error: String(error) }));
       }
+      running = false;
     } else if (command.type === "steer") {
       agent.steer(userMessage(command.message ?? ""));
     } else if (command.type === "abort") {
-      agent.abort();
+      stats.abortFrames = (stats.abortFrames ?? 0) + 1;
+      stop();
     }
   });
 });

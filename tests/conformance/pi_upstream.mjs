@@ -5,10 +5,16 @@
 //
 // The answer depends on a word of the prompt: "weather" (thinking, a tool the agent runs, with a
 // progress update, then an answer), "broken" (the tool fails), "fail" (the model call fails),
-// "long" (a slow answer, for aborts), anything else (plain text).
+// "long" (a slow answer, for aborts), anything else (plain text); with "slow" the weather tool
+// takes a while (time for a steer to arrive while it runs).
+//
+// The same port also takes WebSocket connections, as pi's RPC mode over a socket: one Agent per
+// socket, the commands `prompt`, `steer` (Agent.steer: delivered after the running assistant
+// turn's whole tool batch, before the next model call) and `abort`, each event one text frame.
 //
 // Usage: PORT=0 node pi_upstream.mjs   → prints "pi upstream: http://127.0.0.1:<port>"
 import { createServer } from "node:http";
+import { WebSocketServer } from "ws";
 import { Agent } from "@mariozechner/pi-agent-core";
 import {
   Type,
@@ -35,8 +41,9 @@ function respond(context) {
   const text = promptText(last);
   if (text.includes("weather") || text.includes("broken")) {
     const tool = text.includes("broken") ? "broken_tool" : "get_weather";
+    const city = text.includes("slow") ? "slow" : "Paris";
     return fauxAssistantMessage(
-      [fauxThinking("The user wants the weather."), fauxToolCall(tool, { city: "Paris" }, { id: "call_1" })],
+      [fauxThinking("The user wants the weather."), fauxToolCall(tool, { city }, { id: "call_1" })],
       { stopReason: "toolUse" },
     );
   }
@@ -53,6 +60,7 @@ const tools = [
     parameters: Type.Object({ city: Type.String() }),
     async execute(id, params, signal, onUpdate) {
       onUpdate?.({ content: [{ type: "text", text: "looking it up" }], details: {} });
+      if (params.city === "slow") await new Promise((resolve) => setTimeout(resolve, 400));
       return { content: [{ type: "text", text: `sunny in ${params.city}` }], details: { celsius: 21 } };
     },
   },
@@ -67,7 +75,8 @@ const tools = [
   },
 ];
 
-// GET /stats: how many runs ended because their client went away (the abort tests read it).
+// GET /stats: how many runs ended because their client went away or sent `abort` (the abort
+// tests read it), and how many `abort` commands came.
 const stats = { runs: 0, aborted: 0 };
 
 const server = createServer(async (req, res) => {
@@ -105,6 +114,51 @@ const server = createServer(async (req, res) => {
   finished = true;
   res.end();
 });
+function userMessage(text) {
+  return { role: "user", content: [{ type: "text", text }], timestamp: Date.now() };
+}
+
+// pi's RPC mode over a WebSocket: a socket that closes aborts its agent.
+new WebSocketServer({ server }).on("connection", (socket) => {
+  const agent = new Agent({
+    initialState: { model: faux.getModel(), systemPrompt: "You are a test agent.", tools },
+    getApiKey: () => "faux",
+  });
+  let running = false;
+  const stop = () => {
+    if (running) stats.aborted += 1;
+    running = false;
+    agent.abort();
+  };
+  agent.subscribe((event) => socket.send(JSON.stringify(event)));
+  socket.on("close", stop);
+  socket.on("message", async (data) => {
+    let command;
+    try {
+      command = JSON.parse(String(data));
+    } catch {
+      socket.send(JSON.stringify({ type: "response", success: false, error: "not JSON" }));
+      return;
+    }
+    if (command.type === "prompt") {
+      faux.setResponses([respond, respond, respond, respond, respond, respond]);
+      stats.runs += 1;
+      running = true;
+      try {
+        await agent.prompt(command.message ?? "");
+      } catch (error) {
+        socket.send(JSON.stringify({ type: "response", command: "prompt", success: false, error: String(error) }));
+      }
+      running = false;
+    } else if (command.type === "steer") {
+      agent.steer(userMessage(command.message ?? ""));
+    } else if (command.type === "abort") {
+      stats.abortFrames = (stats.abortFrames ?? 0) + 1;
+      stop();
+    }
+  });
+});
+
 server.listen(Number(process.env.PORT ?? 0), "127.0.0.1", () => {
   console.log(`pi upstream: http://127.0.0.1:${server.address().port}`);
 });

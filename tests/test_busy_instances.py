@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 import orjson
 import pytest
+from redis import Redis
 
 from tests.gateway_harness import ScriptedUpstream, free_port
 from tests.helpers import decode_sse, until
@@ -105,8 +106,13 @@ async def test_queue_three_messages_over_two_instances_run_in_order(
         first = asyncio.create_task(send(a, body(user("zero"))))
         await asyncio.wait_for(_prompted(agent, 1), 10)
         later = []
+        line = Redis.from_url(redis_url)
         for base, text in ((b, "one"), (a, "two"), (b, "three")):
             later.append(asyncio.create_task(send(base, body(user("zero"), user(text)))))
+            # the order is the line's: each sent once the one before it is in (a POST can
+            # take longer than 100 ms to be admitted on a busy machine)
+            waiting = len(later)
+            await asyncio.wait_for(_in_line(line, waiting), 10)
             await asyncio.sleep(0.1)
         results = await asyncio.gather(first, *later)
     responses = [response for _, response in results]
@@ -126,6 +132,11 @@ async def test_queue_three_messages_over_two_instances_run_in_order(
         for major, verdict in verdicts.items():
             assert verdict.ok and verdict.finish_reason == "stop", (text, major, verdict.fatal)
             assert verdict.text() == answer_text(text), (text, major)
+
+
+async def _in_line(line: Redis, count: int) -> None:
+    while line.zcard("chunkbridge:line:s") < count:  # noqa: ASYNC110
+        await asyncio.sleep(0.01)
 
 
 async def _prompted(agent: Agent, count: int) -> None:

@@ -6,6 +6,7 @@ answers 503 saying so; ``create_app`` puts the routes under its prefix."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import sys
 from collections.abc import AsyncIterator
@@ -100,7 +101,7 @@ async def test_the_readme_app_streams_the_sdk_and_serves_the_gateway_with_its_st
                 mounted = await http.post(
                     f"{base}/chat/sessions/s1/chat", json=user_body("What is (2 + 3) × 4?", id="c1")
                 )
-                stored = await http.get(f"{base}/chat/sessions/s1/chat/c1/messages")
+                stored = await _stored(http, f"{base}/chat/sessions/s1/chat/c1/messages")
                 ready = await http.get(f"{base}/chat/healthz")
     assert own.status_code == 200, own.text
     golden = (FIXTURES / "openai-chat" / "streamed-tool-arguments.sse").read_bytes()
@@ -124,6 +125,17 @@ async def test_the_readme_app_streams_the_sdk_and_serves_the_gateway_with_its_st
     assert len(scripted.requests) == 3  # the model was called again after each tool step
     assert stored.status_code == 200
     assert [m["role"] for m in stored.json()][:1] == ["user"]  # the chat is kept
+
+
+async def _stored(http: httpx.AsyncClient, url: str) -> httpx.Response:
+    """The chat's stored messages once its first is written (the store's writes come behind
+    the turn: a moment after its stream ended on a busy machine)."""
+    for _ in range(100):
+        stored = await http.get(url)
+        if stored.status_code != 200 or stored.json():
+            return stored
+        await asyncio.sleep(0.05)
+    return stored
 
 
 async def test_mounted_without_its_gateways_lifespan_it_says_so() -> None:

@@ -51,9 +51,11 @@ e2e: install
 # agent-ops-v2's demo by default; DIALECT=anthropic-messages (ag-ui, gemini…) plays another's;
 # AGENT=1: the agent loop (a scripted model calling a built-in MCP server's tools);
 # TELEMETRY=1: each turn's OpenTelemetry trace drawn on the page (and sent to $OTEL_EXPORTER_OTLP_ENDPOINT).
+# BUSY=queue (interrupt, steer): a message sent while an answer streams goes to the gateway, which
+# decides (the demo's resume = memory allows it); default reject: Send waits for the answer.
 demo: install
 	$(BIN)/chunkbridge demo $(if $(AGENT),--agent,--dialect $(or $(DIALECT),agent-ops-v2)) \
-		--target $(or $(TARGET),5) $(if $(TELEMETRY),--telemetry otlp)
+		--target $(or $(TARGET),5) $(if $(TELEMETRY),--telemetry otlp) $(if $(BUSY),--busy $(BUSY))
 
 # ruff (style, sans-I/O imports), mypy --strict, import-linter (the core imports no dialect…).
 lint: install

@@ -105,7 +105,8 @@ def _demo_gateway(*args: str) -> Iterator[str]:
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """The built app on a static server ("app"); a demo gateway per build, the ai 7 build's with
     target 7 (real tool approvals), the ai 5 build's with target 5 (their question form); and the
-    agent demo with telemetry ("agentDemo"). They start while the app builds: all at once."""
+    agent demo with telemetry ("agentDemo"); the dialect demo with ``busy = queue`` ("busyDemo").
+    They start while the app builds: all at once."""
     require("browser end-to-end set-up", _missing())
     app = tmp_path_factory.mktemp("app") / "dist"
     static_port = free_port()
@@ -126,6 +127,8 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
         "agentDemo": _demo_gateway(
             "--agent", "--target", "7", "--store", "off", "--telemetry", "otlp"
         ),
+        # what `make demo BUSY=queue` runs (resume = memory: the demo's own default)
+        "busyDemo": _demo_gateway("--dialect", "agent-ops-v2", "--busy", "queue", "--store", "off"),
     }
     with ExitStack() as stack, ThreadPoolExecutor(len(starting) + 1) as pool:
         built = pool.submit(_build_app, app)
@@ -167,6 +170,7 @@ def driven(servers: dict[str, str]) -> Observed:
             for b in BUILDS
         ],
         "agentDemo": {"api": servers["agentDemo"]},
+        "busyDemo": {"api": servers["busyDemo"]},
     }
     started = time.time() - 1  # file times may trail the clock by a tick
     run = subprocess.run(
@@ -365,3 +369,38 @@ def test_the_agent_demo_page_in_headless_chromium(observed: Observed) -> None:
     assert "execute_tool add" in names and "execute_tool multiply" in names, names
     assert names.index("execute_tool add") < names.index("execute_tool multiply")
     observed.screenshots("demo-agent", "demo-agent-trace")
+
+
+def test_the_demo_page_sends_while_an_answer_streams(
+    servers: dict[str, str], observed: Observed
+) -> None:
+    """`make demo BUSY=queue` in a real browser: Send stays on while a slow answer streams, the
+    second message waits its turn with its place shown, the sign goes when it runs, and both
+    answers come whole and in order (the upstream ran the second turn after the first)."""
+    busy = observed("busyDemo")
+    assert "busy = queue" in busy["header"], busy["header"]
+    assert busy["sendEnabled"] is True
+    # the sign under the second (waiting) answer only: user, answer, user, waiting answer
+    assert busy["waiting"] == [
+        None,
+        None,
+        None,
+        "waiting its turn: position 1 (1 runs next)",
+    ], busy["waiting"]
+    assert "Ask me anything else" not in busy["firstWhileWaiting"], "the first had ended"
+    assert busy["secondRunning"]["waiting"] == 0, busy["secondRunning"]
+    assert busy["status"] == "finished (stop)", busy
+    assert busy["roles"] == ["msg user", "msg assistant", "msg user", "msg assistant"]
+    first, second = busy["texts"][1], busy["texts"][3]
+    assert first.startswith("You said: *slow answer please*"), first
+    assert first.endswith("Ask me anything else to see another turn."), first
+    assert second.startswith("You said: *And a second one*"), second
+    assert second.endswith("Ask me anything else to see another turn."), second
+    # the upstream: the second turn's events all after the first turn's end (it waited)
+    sent = upstream_events(servers["busyDemo"], busy["session"])["sent"]
+    turns = [e["turnId"] for e in sent if "turnId" in e]
+    finals = [i for i, e in enumerate(sent) if e.get("type") == "message.finalize"]
+    assert len(finals) == 2 and [sent[i]["reason"] for i in finals] == ["end_turn"] * 2
+    assert turns == sorted(turns) and len(set(turns)) == 2, turns
+    assert all(e.get("turnId") != turns[-1] for e in sent[: finals[0] + 1]), sent
+    observed.screenshots("demo-busy-waiting", "demo-busy")

@@ -259,6 +259,9 @@ def test_demo_serves_the_page_and_a_stream_every_client_accepts(
     events = log["sent"]
     assert log["received"][0]["type"] == "prompt" and log["received"][0]["content"] == "Tell me"
     assert page.status_code == 200 and "Upstream events" in page.text
+    # every placeholder filled; busy = reject (the default): Send waits for the answer's end
+    assert "{{" not in page.text and "const BUSY = 'reject';" in page.text
+    assert "busy = " not in page.text.split("</header>")[0]
     assert any(e.get("type") == "message.finalize" for e in events)
     for major, verdict in real_clients.check(response.content).items():
         assert verdict.ok, (major, verdict.fatal)

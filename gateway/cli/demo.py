@@ -68,7 +68,9 @@ def build_demo(args: argparse.Namespace) -> Demo:
     if stop_traces is not None:
         on_shutdown = _then(on_shutdown, stop_traces)
     traces = bool(trace_routes)
-    routes = demo_routes(backend.upstream, dialect.name, agent=bool(agent), traces=traces)
+    routes = demo_routes(
+        backend.upstream, dialect.name, agent=bool(agent), traces=traces, busy=config.busy
+    )
     app = create_app(
         backend.config,
         extra_routes=[*routes, *backend.routes, *trace_routes],
@@ -144,6 +146,11 @@ def _banner(demo: Demo) -> list[str]:
         f"  the demo upstream ({demo.dialect} over {demo.transport}) runs on 127.0.0.1; "
         "Ctrl-C stops"
     )
+    if config.busy != "reject":
+        lines.append(
+            f"  busy           {config.busy}: a message sent while an answer streams "
+            f"(resume = {config.resume})"
+        )
     if demo.agent:
         lines.append("  tools          the demo MCP server (stdio), run by the agent loop")
     if demo.traces:

@@ -15,7 +15,12 @@ from chunkbridge.gateway.devtools.upstreams import DemoHttpUpstream, DemoUpstrea
 
 __all__ = ["demo_routes"]
 
+#: The ``busy`` policies the page knows (its script gets the name as a string literal).
+BUSY_POLICIES = ("reject", "queue", "interrupt", "steer")
+
 HINTS = "try “slow” (then Stop), “fail”, “ask me”, “ask in passing” or “approve”"
+#: What the page says with a ``busy`` policy other than reject.
+BUSY_HINT = " · busy = {busy}: send another message while an answer streams"
 
 
 def demo_routes(
@@ -24,9 +29,12 @@ def demo_routes(
     *,
     agent: bool = False,
     traces: bool = False,
+    busy: str = "reject",
 ) -> list[Route]:
     """The page (``traces``: with its trace panel, the routes of
-    :mod:`~chunkbridge.gateway.devtools.traces` being served) and the upstream's event log."""
+    :mod:`~chunkbridge.gateway.devtools.traces` being served; ``busy``: the gateway's policy,
+    which keeps Send on while an answer streams unless it is reject) and the upstream's event
+    log."""
     page = (
         files("chunkbridge.gateway.devtools")
         .joinpath("static/demo.html")
@@ -36,8 +44,11 @@ def demo_routes(
         hints, title = AGENT_HINTS, f"{dialect} model + gateway-run MCP tools"
     else:
         hints, title = HINTS, f"{dialect} upstream"
+    if busy != "reject":
+        hints += BUSY_HINT.format(busy=busy)
     page = page.replace("{{dialect}}", html.escape(title)).replace("{{hints}}", html.escape(hints))
     page = page.replace("{{traces}}", "true" if traces else "false")
+    page = page.replace("{{busy}}", busy if busy in BUSY_POLICIES else "reject")
 
     async def index(request: Request) -> Response:
         return HTMLResponse(page)

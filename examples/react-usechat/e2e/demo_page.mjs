@@ -106,3 +106,37 @@ export function agentDemo({ api }, artifacts) {
     await page.screenshot({ path: `${artifacts}/demo-agent.png` });
   };
 }
+
+// `make demo BUSY=queue`: a second message sent while a slow answer streams waits its turn (the
+// page shows its place in the line, then clears it when it runs), and both answers come in order.
+export function busyDemo({ api }, artifacts) {
+  const assistantText = (n) => document.querySelectorAll('#chat .msg.assistant')[n]?.textContent ?? '';
+  return async (context, seen) => {
+    const page = await open(context, api);
+    seen.header = await page.textContent('header');
+    seen.session = new URL(page.url()).searchParams.get('session');
+    await send(page, 'slow answer please');
+    await page.waitForFunction((n) => (document.querySelectorAll('#chat .msg.assistant')[n]?.textContent ?? '').includes('What chunkbridge does'), 0, POLL);  // the first answer streams
+    seen.sendEnabled = await page.isEnabled('#send');
+    await send(page, 'And a second one');  // (a disabled Send would time the click out)
+    await page.locator('#chat .waiting').waitFor();
+    seen.waiting = await page.locator('#chat .msg').evaluateAll((msgs) =>
+      msgs.map((m) => m.querySelector('.waiting')?.textContent ?? null));
+    seen.firstWhileWaiting = await page.evaluate(assistantText, 0);
+    await page.screenshot({ path: `${artifacts}/demo-busy-waiting.png` });
+    // the second answer runs: its first words are on the page, the waiting sign is gone
+    const running = await page.waitForFunction(() => {
+      const second = document.querySelectorAll('#chat .msg.assistant')[1]?.textContent ?? '';
+      return second.includes('You said') && {
+        waiting: document.querySelectorAll('#chat .waiting').length,
+        first: document.querySelectorAll('#chat .msg.assistant')[0].textContent,
+      };
+    }, null, POLL);
+    seen.secondRunning = await running.jsonValue();
+    await streamDone(page);
+    seen.status = await status(page);
+    seen.roles = await page.locator('#chat .msg').evaluateAll((msgs) => msgs.map((m) => m.className));
+    seen.texts = await page.locator('#chat .msg').allTextContents();
+    await page.screenshot({ path: `${artifacts}/demo-busy.png` });
+  };
+}

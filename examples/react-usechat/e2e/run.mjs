@@ -5,16 +5,17 @@
 // at once, each in its own context of one Chromium: the run takes about as long as the slowest.
 // The pytest test (tests/test_e2e_browser.py) starts the servers and asserts on the result:
 //
-//   {"ai5/chat": {…}, "ai5/stop": {…}, …, "ai5/demoPage": {…}, "ai7/chat": {…}, …, "agentDemo": {…}}
+//   {"ai5/chat": {…}, …, "ai5/demoPage": {…}, "ai7/chat": {…}, …, "agentDemo": {…}, "busyDemo": {…}}
 //
 // where a scenario that failed says so ("failure") beside what it saw until then, and each one
 // lists the errors its pages threw ("pageErrors").
 //
 //   node e2e/run.mjs '{"artifacts": "dir for screenshots",
 //     "builds": [{"build": "ai5", "appUrl": ".../ai5/index.html", "api": "gateway URL"}, …],
-//     "agentDemo": {"api": "URL of a gateway run with demo --agent --telemetry otlp"}}'
+//     "agentDemo": {"api": "URL of a gateway run with demo --agent --telemetry otlp"},
+//     "busyDemo": {"api": "URL of a gateway run with demo --busy queue"}}'
 import { chromium } from 'playwright-core';
-import { agentDemo, demoPage } from './demo_page.mjs';
+import { agentDemo, busyDemo, demoPage } from './demo_page.mjs';
 import { useChatScenarios } from './usechat.mjs';
 
 const config = JSON.parse(process.argv[2]);
@@ -47,12 +48,13 @@ for (const app of config.builds) {
   for (const [name, scenario] of Object.entries(all)) scenarios[`${app.build}/${name}`] = scenario;
 }
 if (config.agentDemo) scenarios.agentDemo = agentDemo(config.agentDemo, config.artifacts);
+if (config.busyDemo) scenarios.busyDemo = busyDemo(config.busyDemo, config.artifacts);
 
 // The scenarios that follow a slow answer to its end set the run's length: they start first, the
 // longest first (waits.mjs: starting).
-const FIRST = ['stored', 'resume'];
+const FIRST = ['stored', 'resume', 'busyDemo'];
 const rank = (key) => {
-  const index = FIRST.indexOf(key.split('/')[1]);
+  const index = FIRST.indexOf(key.split('/')[1] ?? key);
   return index === -1 ? FIRST.length : index;
 };
 const keys = Object.keys(scenarios).sort((a, b) => rank(a) - rank(b));

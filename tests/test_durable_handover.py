@@ -123,7 +123,14 @@ def test_a_rolling_restart_of_every_instance_loses_nothing_of_a_long_turn(
         start_turn(first.base, "long")
         for instance in (first, second):  # each stopped and started again in turn
             wanted = len(model.steps_of("long")) + 1
-            wait_for(lambda n=wanted: len(model.steps_of("long")) >= n, 30, "one more step")
+            try:
+                wait_for(lambda n=wanted: len(model.steps_of("long")) >= n, 30, "one more step")
+            except AssertionError:
+                cluster.stop_all()
+                (tmp_path / "instances.log").write_text("\n".join(cluster.output))
+                raise AssertionError(
+                    f"no step after {model.steps_of('long')} ({tmp_path / 'instances.log'})"
+                ) from None
             assert model.steps_of("long")[-1] < LONG - 1, "the turn ended before the restart"
             cluster.signal(instance, signal.SIGTERM)
             cluster.collect(instance)

@@ -142,3 +142,27 @@ def test_a_question_asked_on_one_instance_is_answered_through_the_other(
         texts = [p["text"] for p in message["parts"] if p["type"] == "text"]
         assert texts[-1] == "Thanks, Ada.", (major, texts)
     assert len(model.requests) == 6  # per chat: the question's turn, the answer's
+
+
+async def test_a_question_issued_is_answerable_on_another_instance_once_written(
+    redis_url: str,
+) -> None:
+    """A turn's questions are issued to Redis in the background; before its end reaches the
+    client (``TurnRun._free``) it waits for ``written()``, so a chat that answers at once on
+    the other instance finds the question there (it was once refused as not waiting)."""
+    from chunkbridge.gateway.stores.redis import RedisApprovalLedger
+    from chunkbridge.gateway.turn.answers import issued_question
+
+    log = get_logger("test")
+    asker = RedisApprovalLedger(aioredis.Redis.from_url(redis_url), 60.0, log)
+    other = RedisApprovalLedger(aioredis.Redis.from_url(redis_url), 60.0, log)
+    question = issued_question("call_q-ask-1")
+    for _ in range(20):  # the race the wait closes, each time
+        asker.issue("s-written", question)
+        await asker.written()
+        found = await other.lookup("s-written", [question.approval_id])
+        assert found == [question.tool_call_id]
+        await other.redis.delete(other._key("s-written"))
+    for ledger in (asker, other):
+        await ledger.aclose()
+        await ledger.redis.aclose()

@@ -161,6 +161,10 @@ class ApprovalLedger(Protocol):
     def issue(self, session_id: str, approval: IssuedApproval) -> None:
         """Record an issued approval; called from inside a turn, so it never waits."""
 
+    async def written(self) -> None:
+        """What was issued so far is stored (before a turn's end reaches its client, who may
+        answer at once — on another instance)."""
+
     async def lookup(self, session_id: str, approval_ids: Sequence[str]) -> list[str | None]:
         """Per id: the tool call id it was issued for, :data:`ANSWERED`, or ``None``."""
 

@@ -138,6 +138,9 @@ class MemoryApprovalLedger:
         entries = self._sessions.setdefault(session_id, {})
         entries[approval.approval_id] = (time.monotonic() + self.ttl, approval.tool_call_id)
 
+    async def written(self) -> None:
+        pass  # (stored as issued)
+
     async def lookup(self, session_id: str, approval_ids: Sequence[str]) -> list[str | None]:
         now = time.monotonic()
         entries = self._sessions.get(session_id, {})

@@ -66,8 +66,8 @@ class RedisApprovalLedger:
         return f"chunkbridge:approvals:{session_id}"
 
     def issue(self, session_id: str, approval: IssuedApproval) -> None:
-        # Called from inside a turn (synchronously): the write runs as its own task, done long
-        # before a person can answer.
+        # Called from inside a turn (synchronously): the write runs as its own task, awaited
+        # before the turn's end reaches its client (written()).
         task = asyncio.get_running_loop().create_task(self._issue(session_id, approval))
         self._writes.add(task)
         task.add_done_callback(self._writes.discard)
@@ -82,11 +82,14 @@ class RedisApprovalLedger:
         except Exception as exc:  # the turn goes on; the answer will be refused (400)
             self.log.error("approval.issue_failed", session_id=session_id, error=repr(exc))
 
+    async def written(self) -> None:
+        if self._writes:
+            await asyncio.gather(*self._writes, return_exceptions=True)
+
     async def lookup(self, session_id: str, approval_ids: Sequence[str]) -> list[str | None]:
         if not approval_ids:  # (HMGET of no field is an error in Redis)
             return []
-        if self._writes:  # this instance's own writes first
-            await asyncio.gather(*self._writes, return_exceptions=True)
+        await self.written()  # this instance's own writes first
         values = await self.redis.hmget(self._key(session_id), list(approval_ids))
         return [v.decode() if isinstance(v, bytes) else v for v in values]
 

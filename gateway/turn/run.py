@@ -311,6 +311,8 @@ class TurnRun:
         if not outcome.abandoned and outcome.close_reason is CloseReason.COMPLETED:
             for question_id in outcome.open_questions:
                 self._approvals.issue(self.key[0], issued_question(question_id))
+        with contextlib.suppress(Exception):  # (a failed write is logged by the ledger)
+            await self._approvals.written()  # answerable anywhere once the client hears the end
         await self.seat.free()
 
     def _ended(self) -> None:

@@ -155,7 +155,8 @@ async def test_the_ai7_chat_over_two_instances_gets_every_answer_in_order(
             major=7,
             chatId="chat1",
             texts=["one", "two", "three"],
-            gapMs=100,
+            gapMs=500,  # (the order is the line's: 100 ms let a later POST in first, once,
+            # on a loaded machine; the chat waits as long either way)
             queue=queue,
         )
     assert result["status"] == "ready" and not result["errors"], result

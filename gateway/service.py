@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -23,9 +24,13 @@ from chunkbridge.gateway.stores.writer import StoreWriter
 from chunkbridge.gateway.telemetry import NO_TRACE, NoTrace, Telemetry, TurnTrace
 from chunkbridge.gateway.telemetry_sdk import install_sdk
 from chunkbridge.gateway.tools import ToolSources
-from chunkbridge.gateway.transports.connectors import Connector, connector_for
+from chunkbridge.gateway.transports.connectors import (
+    Connector,
+    WebSocketConnector,
+    connector_for,
+)
 from chunkbridge.gateway.transports.tls import client_tls
-from chunkbridge.gateway.turn import busy
+from chunkbridge.gateway.turn import busy, steering
 from chunkbridge.gateway.turn.agent_setup import AgentSetup, agent_setup
 from chunkbridge.gateway.turn.busy import Queued
 from chunkbridge.gateway.turn.checkpointer import DurableServices, FaultPlan
@@ -277,8 +282,32 @@ class Gateway:
 
     @property
     def steerable(self) -> bool:
-        """A new message can steer the running turns (``busy = steer``): loop turns."""
-        return self.agent is not None
+        """A new message can steer the running turns (``busy = steer``): loop turns, and an
+        agent backend's that takes steers on its socket (:mod:`~chunkbridge.gateway.turn.
+        steering`)."""
+        return self.agent is not None or self._upstream_steers
+
+    @property
+    def _upstream_steers(self) -> bool:
+        contract = self.dialect.websocket
+        return (
+            contract is not None
+            and contract.steer_frame is not None
+            and isinstance(self.connector, WebSocketConnector)
+        )
+
+    def steer_offer(self, request: ChatRequest, session_id: str, run_id: str) -> str:
+        if not self._upstream_steers or self.agent is not None:
+            return ""
+        assert self.dialect.websocket is not None
+        return steering.offer(
+            self.dialect.websocket,
+            request,
+            session_id,
+            run_id,
+            self.dialect_settings,
+            self.history,
+        )
 
     @property
     def approval_secret(self) -> str | None:
@@ -395,9 +424,7 @@ class Gateway:
         assemble). Raises before anything is streamed (the caller answers the error); the
         :class:`TurnRun` it returns owns the turn from here. ``seat``: the session's turn the
         request holds already (its line admitted it), ``run_id`` its answer's id."""
-        trace: TurnTrace | NoTrace = NO_TRACE
-        if self.telemetry is not None:
-            trace = self.telemetry.turn(session_id, request_id)
+        trace = self._trace(session_id, request_id)
         try:
             admission = await admit(self, chat_request, session_id, trace, seat, run_id)
         except BaseException as exc:
@@ -410,7 +437,7 @@ class Gateway:
             await admission.let_go(self)
             raise
         delivered(self, admission, trace)
-        return assemble(
+        run = assemble(
             self,
             admission,
             upstream,
@@ -420,3 +447,19 @@ class Gateway:
             started=started,
             trace=trace,
         )
+        if self.config.busy == "steer" and chat_request.id:
+            self._watch_steers(run, admission.request, forward)
+        return run
+
+    def _trace(self, session_id: str, request_id: str) -> TurnTrace | NoTrace:
+        if self.telemetry is None:
+            return NO_TRACE
+        return self.telemetry.turn(session_id, request_id)
+
+    def _watch_steers(self, run: TurnRun, request: ChatRequest, forward: dict[str, str]) -> None:
+        """``busy = steer`` on an upstream that takes steers: the run watches its line."""
+        if not self._upstream_steers or self.agent is not None or run.seat.resume is None:
+            return
+        new_trace = functools.partial(self._trace, run.key[0], run.request_id)
+        run.steering = steering.Steering(self, run, request, forward, new_trace)
+        run.steering.start()

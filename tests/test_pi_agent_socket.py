@@ -1,9 +1,8 @@
 """pi-agent over its WebSocket contract with the real pi upstream (pi-agent-core's ``Agent``
 behind pi's RPC commands on a socket, ``tests/conformance/pi_upstream.mjs``) and the live
 gateway, judged by the real ai 5/6/7 clients: the ``prompt`` frame starts the run, the ``abort``
-frame stops it when the client leaves; under ``busy = steer`` a message sent while the run goes
-on waits as a queued one (the gateway sends no ``steer`` frame yet: one socket's run cannot be
-split between two answers today), said once in a log line."""
+frame stops it when the client leaves (``busy = steer`` through pi's ``steer`` frame:
+``tests/test_pi_steer.py``)."""
 
 from __future__ import annotations
 
@@ -15,7 +14,7 @@ from typing import Any
 import httpx
 
 from tests.gateway_harness import post, running_gateway, user_body
-from tests.helpers import decode_sse, text_of, until
+from tests.helpers import decode_sse, text_of
 from tests.test_pi_agent import pi_upstream
 
 
@@ -64,24 +63,6 @@ def chat(*texts: str) -> dict[str, Any]:
         for i, text in enumerate(texts)
     ]
     return {"id": "chat1", "messages": messages, "trigger": "submit-message"}
-
-
-async def test_a_steer_while_pi_runs_waits_as_queued(real_clients, capsys) -> None:
-    async with socket_gateway(busy="steer", resume="memory", keepalive_interval=0.3) as (gw, _):
-        first = Pending(gw, "w3", chat("slow weather please"))
-        await until(lambda: b"tool-input-available" in first.content, 10)
-        second = Pending(gw, "w3", chat("slow weather please", "Rome instead"))
-        await asyncio.gather(first.task, second.task)
-    assert (first.status_code, second.status_code) == (200, 200)
-    ending = [c for c in decode_sse(first.content) if c["type"] == "finish"][-1]
-    assert "steeredBy" not in (ending.get("messageMetadata") or {})
-    assert text_of(decode_sse(first.content)) == "Done: sunny in slow."
-    assert text_of(decode_sse(second.content)) == "You said: Rome instead"
-    assert b'"data-queue"' in second.content
-    assert capsys.readouterr().out.count("busy.steer_as_queue") == 1
-    for body in (first.content, second.content):
-        for major, verdict in real_clients.check(body).items():
-            assert verdict.ok and verdict.finish_reason == "stop", (major, verdict.fatal)
 
 
 class Pending:

@@ -45,6 +45,7 @@ from chunkbridge.gateway.service import Gateway
 from chunkbridge.gateway.stores import StoreUnavailable
 from chunkbridge.gateway.turn.busy import Queued
 from chunkbridge.gateway.turn.run import Seat, TurnRun
+from chunkbridge.gateway.turn.steering import Joined, follow
 from chunkbridge.translators.core.sse_codec import DONE_FRAME, encode_chunk, encode_chunks
 
 __all__ = ["chat_socket"]
@@ -231,8 +232,12 @@ class _Connection:
                 pass  # (the socket has its own pings)
 
             waiting = queued.wait(say, keepalive)
-            seat = await _until_closed(waiting, self.closed)
-            if seat is None:
+            place = await _until_closed(waiting, self.closed)
+            seat = place if isinstance(place, Seat) else None
+            if isinstance(place, Joined):  # the running turn took it as a steer
+                await say(0)
+                text = await self.follow_steered(request, queued)
+            elif seat is None:
                 text = QUEUE_TIMEOUT_TEXT if not self.closed.done() else ""
             else:
                 await say(0)
@@ -257,6 +262,19 @@ class _Connection:
                 await self.control("end", request.request_id)
         return None
 
+    async def follow_steered(self, request: _Request, queued: Queued) -> str:
+        """A request the running turn took as a steer: its answer from the chat's chunk log
+        (:func:`~chunkbridge.gateway.turn.steering.follow`), then ``end``; the error text when
+        it is not found."""
+        bodies = await follow(self.gateway.stores.resume, queued.key, queued.message_id)
+        if bodies is None:
+            return LOST_PLACE_TEXT
+        write = self.writer(request)
+        async for body in bodies:
+            await write(body)
+        await self.control("end", request.request_id)
+        return ""
+
     async def resume(self, request: _Request, frame: dict[str, Any]) -> None:
         gateway = self.gateway
         chat_id = frame.get("id")
@@ -275,14 +293,14 @@ class _Connection:
             await self.control("end", request.request_id)
 
 
-async def _until_closed(waiting: Any, closed: asyncio.Future[None]) -> Seat | None:
-    """``waiting``'s seat, or ``None`` when the socket closes first."""
+async def _until_closed(waiting: Any, closed: asyncio.Future[None]) -> Seat | Joined | None:
+    """``waiting``'s place, or ``None`` when the socket closes first."""
     task = asyncio.ensure_future(waiting)
     done, _ = await asyncio.wait(
         {task, asyncio.shield(closed)}, return_when=asyncio.FIRST_COMPLETED
     )
     if task in done:
-        result: Seat | None = task.result()
+        result: Seat | Joined | None = task.result()
         return result
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError, Exception):

@@ -18,6 +18,7 @@ from chunkbridge.gateway.errors import GatewayError
 from chunkbridge.gateway.stores import StoreUnavailable
 from chunkbridge.gateway.turn.busy import Queued
 from chunkbridge.gateway.turn.run import Seat, TurnRun, until_first
+from chunkbridge.gateway.turn.steering import Joined, follow
 from chunkbridge.protocol_specs.ui_message_stream import RESPONSE_HEADERS
 from chunkbridge.translators.core.sse_codec import (
     DONE_FRAME,
@@ -129,6 +130,8 @@ class QueuedResponse:
         self.request_id = request_id
         self.log = log
         self._seat: Seat | None = None
+        #: The running turn took it as a steer (its answer is that turn's next one).
+        self._joined = False
 
     async def __call__(self, scope: Any, receive: Any, send: Send) -> None:
         queued, write = self.queued, _writer(send)
@@ -140,6 +143,9 @@ class QueuedResponse:
                 self.log.info("busy.left", position=queued.position)
                 queued.gateway.metrics.busy.labels("left").inc()
                 return  # the client went away
+            if self._joined:
+                await self._follow(receive, send)
+                return
             seat, self._seat = self._seat, None
             if seat is None:
                 self.log.info("busy.timeout", status=200)
@@ -183,9 +189,24 @@ class QueuedResponse:
         async def keepalive() -> None:
             await write(KEEPALIVE_FRAME)
 
-        self._seat = await self.queued.wait(say, keepalive)
-        if self._seat is not None:
+        place = await self.queued.wait(say, keepalive)
+        self._joined = isinstance(place, Joined)
+        self._seat = place if isinstance(place, Seat) else None
+        if place is not None:
             await say(0)  # it runs: 0, what a page clears its "waiting" sign on
+
+    async def _follow(self, receive: Any, send: Send) -> None:
+        """The running turn took the message as a steer: its answer, the turn's next one, is
+        read from the chat's chunk log (:func:`~chunkbridge.gateway.turn.steering.follow`)."""
+        queued = self.queued
+        bodies = await follow(queued.gateway.stores.resume, queued.key, queued.message_id)
+        if bodies is None:
+            self.log.warning("busy.steer_unfound")
+            await self._fail(send, LOST_PLACE_TEXT)
+            return
+        relay = ResumeResponse(bodies, self.request_id)
+        if await until_first(relay.replay(send), wait_for_disconnect(receive)):
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     @staticmethod
     async def _fail(send: Send, text: str) -> None:
@@ -205,10 +226,11 @@ class ResumeResponse:
         await _open(send, self.request_id)
         finished = False
         with contextlib.suppress(Exception):  # the store failed mid-way: the body just ends
-            finished = await until_first(self._replay(send), wait_for_disconnect(receive))
+            finished = await until_first(self.replay(send), wait_for_disconnect(receive))
         if finished:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
-    async def _replay(self, send: Send) -> None:
+    async def replay(self, send: Send) -> None:
+        """Every body of the log, as it comes (after the response's head)."""
         async for body in self.bodies:
             await send({"type": "http.response.body", "body": body, "more_body": True})

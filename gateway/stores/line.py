@@ -57,12 +57,14 @@ def wait_kind(busy: str, steerable: bool) -> WaitKind | None:
 @dataclass(frozen=True, slots=True)
 class Waiter:
     """One waiting request: its entry (``member``), how it waits, the user message it brings
-    and its chat."""
+    and its chat; a steer a WebSocket upstream takes itself also carries what the running
+    turn's owner needs to give it (``steer``: JSON, :mod:`~chunkbridge.gateway.turn.steering`)."""
 
     member: str
     kind: WaitKind
     message_id: str
     chat_id: str
+    steer: str = ""
 
 
 @dataclass(frozen=True, slots=True)

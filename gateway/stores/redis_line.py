@@ -9,12 +9,13 @@ lease: :mod:`~chunkbridge.gateway.stores.redis_resume`):
   (``…:seq``, a counter): the order the line admitted them, whichever instance they reached;
 * ``…:lapse`` — each waiting request's lease end, renewed by its instance every third of
   ``owner_lease``: a request whose instance died leaves the line after the lease;
-* ``…:info`` — how each waits, its user message and its chat.
+* ``…:info`` — how each waits, its user message and its chat (and a steer's frame).
 
 Every change that can let a request run (a turn freed, a request admitted or gone) is
 published on ``chunkbridge:line`` (the session id): the waiting requests of every instance look
-again at once. They also look every second, for what no message says (an instance that died:
-its turn's lease lapsed).
+again at once; so is a request that waits first in line (a running turn that takes steers
+looks at it: :mod:`~chunkbridge.gateway.turn.steering`). They also look every second, for what
+no message says (an instance that died: its turn's lease lapsed).
 """
 
 from __future__ import annotations
@@ -60,7 +61,8 @@ end
 """
 #: A new request (member ARGV[3], lease end ARGV[2]): 0 it runs (a turn of ARGV[4] free and
 #: nobody waiting), -1 the line holds ARGV[5] already, else its position (it waits; its info
-#: ARGV[6], its number from KEYS[5]). Keys live ARGV[7] ms.
+#: ARGV[6], its number from KEYS[5]). Keys live ARGV[7] ms. A request first in line is
+#: published (channel ARGV[8], session ARGV[9]): a running turn that takes steers looks at it.
 _ENTER = (
     _PURGE
     + """
@@ -76,6 +78,7 @@ redis.call('ZADD', KEYS[2], redis.call('INCR', KEYS[5]), ARGV[3])
 redis.call('ZADD', KEYS[3], ARGV[2], ARGV[3])
 redis.call('HSET', KEYS[4], ARGV[3], ARGV[6])
 for i = 2, 5 do redis.call('PEXPIRE', KEYS[i], ARGV[7]) end
+if n == 0 then redis.call('PUBLISH', ARGV[8], ARGV[9]) end
 return n + 1
 """
 )
@@ -143,7 +146,7 @@ def _answer_key(key: Key) -> str:
 
 
 def _info(waiter: Waiter) -> str:
-    return f"{waiter.kind.value}\x00{waiter.message_id}\x00{waiter.chat_id}"
+    return f"{waiter.kind.value}\x00{waiter.message_id}\x00{waiter.chat_id}\x00{waiter.steer}"
 
 
 class RedisLine:
@@ -191,7 +194,8 @@ class RedisLine:
         args: list[str | int | float] = [now, now + self.lease, waiter.member, limit]
         args += [queue_max, _info(waiter)]
         with _unavailable():
-            result = int(await self._enter(keys=_keys(session_id), args=[*args, self._life_ms]))
+            args += [self._life_ms, LINE_CHANNEL, session_id]
+            result = int(await self._enter(keys=_keys(session_id), args=args))
         if result == 0:
             self.resume.held(session_id, waiter.member)
             return Admitted()
@@ -225,8 +229,8 @@ class RedisLine:
         if not found:
             return None
         member, info = (x.decode() if isinstance(x, bytes) else x for x in found)
-        kind, message_id, chat_id = (info or "queue\x00\x00").split("\x00")
-        return Waiter(member, WaitKind(kind), message_id, chat_id)
+        kind, message_id, chat_id, *steer = (info or "queue\x00\x00").split("\x00", 3)
+        return Waiter(member, WaitKind(kind), message_id, chat_id, steer[0] if steer else "")
 
     async def changed(self, session_id: str, within: float) -> None:
         event = self._changed.setdefault(session_id, asyncio.Event())

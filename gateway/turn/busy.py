@@ -46,6 +46,7 @@ from chunkbridge.gateway.stores.line import (
 )
 from chunkbridge.gateway.turn.history import with_answer_copy
 from chunkbridge.gateway.turn.run import OpenTurns, Seat
+from chunkbridge.gateway.turn.steering import Joined
 from chunkbridge.protocol_specs.chat_request import ChatRequest, UIMessage
 from chunkbridge.translators.core.message_assembly import MessageAssembler
 
@@ -89,6 +90,10 @@ class BusyGateway(Protocol):
 
     @property
     def steerable(self) -> bool: ...
+
+    def steer_offer(self, request: ChatRequest, session_id: str, run_id: str) -> str:
+        """What a steering request gives a running turn whose upstream takes steers itself
+        (:func:`~chunkbridge.gateway.turn.steering.offer`); ``""`` otherwise."""
 
 
 class LostPlace(StoreUnavailable):
@@ -140,8 +145,9 @@ class Queued:
 
     async def wait(
         self, say: Callable[[int], Awaitable[None]], keepalive: Callable[[], Awaitable[None]]
-    ) -> Seat | None:
-        """Until the request holds a turn (its seat), saying each new position and a
+    ) -> Seat | Joined | None:
+        """Until the request holds a turn (its seat), or the running turn took it as a steer
+        (:class:`Joined`), saying each new position and a
         keep-alive after each ``keepalive_interval``; ``None`` after ``queue_timeout``.
         Raises :class:`LostPlace` when its entry lapsed, :class:`ServiceUnavailable` when the
         instance drains. The caller leaves the line on any other way out (:meth:`leave`)."""
@@ -162,6 +168,8 @@ class Queued:
                 self.gateway.metrics.busy.labels("ran").inc()
                 return seat_of(self.gateway, self.key, member)
             if isinstance(entry, Gone | Refused):
+                if await self._joined():
+                    return Joined()
                 raise LostPlace("the request's place in the line lapsed")
             if entry.position != self.position:
                 self.position = entry.position
@@ -179,6 +187,16 @@ class Queued:
                 beat = now + config.keepalive_interval
             wake = min(deadline, beat, nudge, now + LOOK_AGAIN)
             await line.changed(session_id, max(0.0, wake - now))
+
+    async def _joined(self) -> bool:
+        """The running turn took this request's steer: the chat's newest answer is its own
+        (:mod:`~chunkbridge.gateway.turn.steering`)."""
+        if not self.waiter.steer:
+            return False
+        with contextlib.suppress(StoreUnavailable):
+            noted = await self.gateway.line.answer_of(self.key)
+            return noted is not None and noted[0] == self.message_id
+        return False
 
     async def leave(self) -> None:
         """Out of the line (its client went away, it timed out, it ran: then a no-op)."""
@@ -215,9 +233,10 @@ async def line_up(
         return None
     kind = wait_kind(config.busy, gateway.steerable)
     assert kind is not None
-    user = request.messages[-1].id
+    user, run_id = request.messages[-1].id, uuid.uuid4().hex
     member = f"{getattr(resume, 'instance', 'local')}:{uuid.uuid4().hex[:12]}"
-    waiter = Waiter(member, kind, user, request.id)
+    steer = gateway.steer_offer(request, session_id, run_id) if kind is WaitKind.STEER else ""
+    waiter = Waiter(member, kind, user, request.id, steer)
     limit, key = config.max_turns_per_session, (session_id, request.id)
     try:
         entry = await gateway.line.enter(session_id, waiter, limit, config.queue_max)
@@ -232,7 +251,7 @@ async def line_up(
     gateway.metrics.busy.labels("queued").inc()
     if config.busy == "steer" and kind is WaitKind.QUEUE:
         gateway.log.info("busy.steer_as_queue", session_id=session_id[:128], reason="no loop")
-    queued = Queued(gateway, key, waiter, entry.position, uuid.uuid4().hex)
+    queued = Queued(gateway, key, waiter, entry.position, run_id)
     if kind is WaitKind.INTERRUPT:
         await queued.interrupt_running()
     return queued

@@ -28,7 +28,7 @@ import contextlib
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chunkbridge.gateway.metrics import Metrics
 from chunkbridge.gateway.stores.base import (
@@ -45,6 +45,9 @@ from chunkbridge.gateway.turn.driver import TurnDriver, TurnOutcome, Write
 from chunkbridge.gateway.turn.transcript import TurnTranscript
 from chunkbridge.translators.core.closing import CloseReason, CloseRequest
 from chunkbridge.translators.core.sse_codec import DONE_FRAME
+
+if TYPE_CHECKING:
+    from chunkbridge.gateway.turn.steering import Steering
 
 __all__ = ["OpenTurns", "RunServices", "Seat", "TurnRun", "until_first"]
 
@@ -174,6 +177,9 @@ class TurnRun:
         self.trace = trace
         #: With a store: the turn's record.
         self.transcript = transcript
+        #: ``busy = steer`` on an upstream that takes steers: the watch on the session's line;
+        #: once a steer landed, the upstream and the seat go on with the next answer.
+        self.steering: Steering | None = None
         #: With resume on: every body written also goes here, for readers that (re)join.
         self.chunk_log: ResumeLog | None = (
             open_log(self)
@@ -279,11 +285,26 @@ class TurnRun:
             return
         if gone:
             driver.abandon(_ABORTED)
+        if await self._went_on():
+            return
         try:
             await driver.aclose(abort=driver.outcome().must_abort)
         finally:
             await self._free()
             self._ended()
+
+    async def _went_on(self) -> bool:
+        """A steer landed (:mod:`~chunkbridge.gateway.turn.steering`): this answer ended, and
+        its upstream and seat go on with the next one (``True``)."""
+        steering = self.steering
+        if steering is None or not steering.landed:
+            return False
+        from chunkbridge.gateway.turn.steering import go_on  # (steering imports this module)
+
+        await self._free()
+        self._ended()
+        await go_on(steering, self._log)
+        return True
 
     async def _run_detached(self) -> None:
         driver = self.driver
@@ -297,9 +318,10 @@ class TurnRun:
                 self.transcript.end(driver.outcome().close_reason)
                 await self.transcript.settled()
         finally:
-            await driver.aclose(abort=driver.outcome().abandoned)
-            await self._free()
-            self._ended()
+            if not await self._went_on():
+                await driver.aclose(abort=driver.outcome().abandoned)
+                await self._free()
+                self._ended()
 
     async def _free(self) -> None:
         """Free the session's turn (once); the questions the agent waits on become answerable
@@ -307,6 +329,8 @@ class TurnRun:
         if not self._held:
             return
         self._held = False
+        if self.steering is not None and self.steering.landed:
+            return  # the seat goes on with the next answer, which frees it
         outcome = self.driver.outcome()
         if not outcome.abandoned and outcome.close_reason is CloseReason.COMPLETED:
             for question_id in outcome.open_questions:
@@ -316,6 +340,8 @@ class TurnRun:
         await self.seat.free()
 
     def _ended(self) -> None:
+        if self.steering is not None:
+            self.steering.stop()
         outcome = self.driver.outcome()
         if outcome.elsewhere or self.elsewhere:  # its end is the other instance's to record
             if self.chunk_log is not None:

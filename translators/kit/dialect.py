@@ -88,6 +88,12 @@ class WebSocketContract:
     #: The frame that carries the app's decision on an approval the agent asked for
     #: (:attr:`TurnInput.approval_answers`, checked by the gateway before it is called).
     approval_frame: Callable[[TurnInput, ApprovalAnswer], Frame] | None = None
+    #: The frame that gives the running turn a new user message (``busy = steer``: the
+    #: ``TurnInput`` of the request that brings it), sent on the running turn's socket; the
+    #: agent takes it at its next step boundary, where the dialect's translator ends the answer
+    #: (:meth:`Translator.steered`) and the rest of the run becomes the next answer. ``None``:
+    #: the upstream cannot be steered (such a message waits its turn).
+    steer_frame: Callable[[TurnInput], Frame] | None = None
 
 
 @dataclass(frozen=True, slots=True)

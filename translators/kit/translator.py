@@ -119,6 +119,11 @@ class Translator:
         self.begun = False
         #: The answer's message metadata so far (the model…), sent with its ``finish``.
         self.metadata: dict[str, Any] = {}
+        #: ``busy = steer``: the id of the user message a steer frame took upstream, until the
+        #: dialect sees it land (set by the gateway; see :meth:`steered`).
+        self.steering: str | None = None
+        #: The user message the answer ended for: the rest of the run is the next answer's.
+        self.steered_by: str | None = None
 
     # -- the calling contract (chunkbridge.translators.core.turn.EventTranslator)
     # ---------------------------
@@ -259,6 +264,16 @@ class Translator:
             CloseReason.COMPLETED, finish_reason=finish_reason, message_metadata=merged or None
         )
         return [{"type": "finish-step"}, close] if step else [close]
+
+    def steered(self, finish_reason: str | None, **metadata: Any) -> list[Item]:
+        """The steered user message (:attr:`steering`) landed in the run: the answer ends here,
+        its ``finish`` saying ``steeredBy``, and the events that follow are the next answer's
+        (the turn is done, so the gateway reads them into that one). A dialect calls this where
+        its agent shows the message it was steered with (pi: the user ``message_start`` after a
+        turn's end), with the step it had open already ended."""
+        by, self.steering = self.steering, None
+        self.steered_by = by
+        return self.finish(finish_reason, step=False, steeredBy=by, **metadata)
 
     # -- helpers for dialects: one text and one reasoning part at a time ------------------------
 

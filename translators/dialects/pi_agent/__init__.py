@@ -1,7 +1,8 @@
 """The ``pi-agent`` dialect: the agent events of pi's agent core (``pi-agent-core``).
 
 Events → UI chunks (mapping and reasons: ``protocol_specs/pi_agent.py``), and the frames: the
-RPC ``prompt`` command to start a turn, ``abort`` to stop it (WebSocket), or the prompt POSTed
+RPC ``prompt`` command to start a turn, ``abort`` to stop it, ``steer`` to give a running one
+a new user message (WebSocket), or the prompt POSTed
 to a server that answers with the events as SSE.
 """
 
@@ -15,6 +16,7 @@ from chunkbridge.translators.dialects.pi_agent.request import (
     approval_frame,
     http_request,
     prompt_frame,
+    steer_frame,
 )
 from chunkbridge.translators.dialects.pi_agent.translator import PiAgentTranslator
 
@@ -26,6 +28,7 @@ __all__ = [
     "demo_script",
     "http_request",
     "prompt_frame",
+    "steer_frame",
 ]
 
 DIALECT = Dialect(
@@ -37,6 +40,7 @@ DIALECT = Dialect(
         abort_frame=lambda turn: {"type": "abort"},
         answer_frame=answer_frame,
         approval_frame=approval_frame,
+        steer_frame=steer_frame,
     ),
     http=HttpSseContract(request=http_request),
     spec=spec.__name__,

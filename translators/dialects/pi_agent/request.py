@@ -28,6 +28,14 @@ def prompt_frame(turn: TurnInput) -> dict[str, Any]:
     return frame
 
 
+def steer_frame(turn: TurnInput) -> dict[str, Any]:
+    """pi's ``steer`` command: the new user message, which the agent takes after the running
+    turn's tool batch, before its next model call (``Agent.steer``)."""
+    frame = prompt_frame(turn)
+    frame["type"] = "steer"
+    return frame
+
+
 def answer_frame(turn: TurnInput, call: AnsweredCall) -> dict[str, Any] | None:
     """The ``extension_ui_response`` to a dialog the app answered."""
     if call.tool_name != QUESTION_TOOL:

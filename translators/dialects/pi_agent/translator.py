@@ -61,6 +61,10 @@ class PiAgentTranslator(Translator):
         self._open_calls: dict[str, None] = {}
         self._stop_reason: str | None = None
         self._usage: dict[str, int] = {}
+        #: pi's turns ended, and user messages seen, so far: a user message after either is a
+        #: steer landing, never the prompt (pi also takes a steer before its first model call).
+        self._turns_ended = 0
+        self._users = 0
 
     # -- the run ---------------------------------------------------------------------------------
 
@@ -75,9 +79,12 @@ class PiAgentTranslator(Translator):
         return self.begin(step=False)  # a retry's second agent_start continues the same answer
 
     def _on_turn_start(self, event: dict[str, Any]) -> Sequence[Item]:
-        return self._step()
+        # The step opens with the turn's first assistant message, not here: a turn that opens
+        # with a steered user message belongs to the next answer (:meth:`_on_message_start`).
+        return self.begin(step=False)
 
     def _on_turn_end(self, event: dict[str, Any]) -> Sequence[Item]:
+        self._turns_ended += 1
         out = [*self._parts.end_all(), *self._tools.complete()]
         if self._in_step:
             self._in_step = False
@@ -90,10 +97,13 @@ class PiAgentTranslator(Translator):
             return []
         out: list[Item] = [*self.begin(step=False), *self._on_turn_end(event)]
         reason = self._stop_reason
-        finish = STOP_REASONS.get(reason, "other") if reason is not None else "stop"
-        finish = self.finish_reason_after_asking(finish)
-        out += self.finish(finish, usage=self._usage, step=False, stopReason=reason)
+        out += self.finish(self._finish_reason(), usage=self._usage, step=False, stopReason=reason)
         return out
+
+    def _finish_reason(self) -> str:
+        reason = self._stop_reason
+        finish = STOP_REASONS.get(reason, "other") if reason is not None else "stop"
+        return self.finish_reason_after_asking(finish)
 
     def _on_response(self, event: dict[str, Any]) -> Sequence[Item]:
         if event.get("success") is False:
@@ -111,11 +121,24 @@ class PiAgentTranslator(Translator):
 
     def _on_message_start(self, event: dict[str, Any]) -> Sequence[Item]:
         if self._assistant(event) is None:
-            return []  # the user's prompt, a tool result: the agent's own bookkeeping
+            if not _is_user(event):
+                return []  # a tool result: the agent's own bookkeeping
+            self._users += 1
+            if self.steering is not None and (self._turns_ended or self._users > 1):
+                return self._steered_here()
+            return []  # the user's prompt
         self._message += 1
         self._block_kinds = {}
         self._streamed = False
         return self._step()
+
+    def _steered_here(self) -> list[Item]:
+        """pi took the steered message after a turn (its tool batch done): the answer ends, the
+        next turn — this message's answer — is the next one's."""
+        out: list[Item] = [*self.begin(step=False), *self._on_turn_end({})]
+        self._turns_ended -= 1  # (the turn had ended already)
+        reason = self._stop_reason
+        return [*out, *self.steered(self._finish_reason(), usage=self._usage, stopReason=reason)]
 
     def _key(self, index: Any) -> tuple[int, int]:
         if type(index) is not int:
@@ -346,6 +369,11 @@ class PiAgentTranslator(Translator):
             out += self.question(request_id, question)
         out.append(self.await_answer())
         return out
+
+
+def _is_user(event: dict[str, Any]) -> bool:
+    message = event.get("message")
+    return isinstance(message, dict) and message.get("role") == "user"
 
 
 def _result_text(result: Any) -> str:

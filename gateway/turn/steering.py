@@ -1,0 +1,244 @@
+"""A running agent backend's turn steered through its own command (``busy = steer``, a dialect
+whose WebSocket contract has a ``steer_frame``: pi's ``steer``).
+
+The gateway's agent loop steers at its own step boundaries (:func:`~chunkbridge.gateway.turn.
+busy.steer_hook`). An agent backend keeps its boundaries to itself, so the new message goes to
+the agent, and the agent shows where it took it:
+
+* the waiting request brings its steer (:func:`offer`): the frame its dialect builds from its
+  request, its answer's run id and its user message, in its entry of the session's line;
+* the running turn's owner watches that line (:class:`Steering`): when the first waiting
+  request steers this chat, it sends the frame on the turn's socket and tells the translator
+  which message to look for;
+* where the agent shows that message (:meth:`~chunkbridge.kit.Translator.steered`) the answer
+  ends, its ``finish`` saying ``steeredBy``, and the run goes on as the next answer on the same
+  socket and seat (:func:`go_on`), written into the chat's chunk log, which the waiting
+  request follows from whichever instance it reached (:func:`follow`).
+
+A steer the agent did not take before its run ended waits as a queued message: its request runs
+next, as its own turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from chunkbridge.gateway.stores.base import Key, ResumeStore, StoreUnavailable
+from chunkbridge.gateway.stores.line import Waiter, WaitKind
+from chunkbridge.gateway.telemetry import NoTrace, TurnTrace
+from chunkbridge.gateway.transports.websocket import WebSocketUpstream
+from chunkbridge.kit import RequestRejected, Translator, TurnInput, WebSocketContract
+from chunkbridge.protocol_specs.chat_request import ChatRequest, UIMessage
+
+if TYPE_CHECKING:
+    from chunkbridge.gateway.turn.opening import Gateway
+    from chunkbridge.gateway.turn.run import TurnRun
+
+__all__ = ["Joined", "SteerOffer", "Steering", "follow", "go_on", "offer"]
+
+#: Seconds between two looks at the line when nothing woke the watch.
+LOOK_AGAIN = 1.0
+#: How long a request that was steered into a turn looks for that turn's answer in the log.
+FIND_ANSWER = 3.0
+
+
+@dataclass(frozen=True, slots=True)
+class Joined:
+    """A waiting request whose message the running turn took: its answer is that turn's next
+    one, in the chat's chunk log (:func:`follow`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SteerOffer:
+    """What a waiting request gives the turn it steers (the JSON of :attr:`Waiter.steer`)."""
+
+    frame: dict[str, Any]
+    #: The run id of its answer (its ``start.messageId`` went out already).
+    run_id: str
+    #: Its user message, as the client sent it (the next answer's request ends with it).
+    user: dict[str, Any]
+
+    @classmethod
+    def read(cls, payload: str) -> SteerOffer | None:
+        try:
+            data = orjson.loads(payload)
+            return cls(dict(data["frame"]), str(data["run_id"]), dict(data["user"]))
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            return None
+
+
+def offer(
+    contract: WebSocketContract,
+    request: ChatRequest,
+    session_id: str,
+    run_id: str,
+    settings: Any,
+    history: Any,
+) -> str:
+    """A steering request's offer (see the module); ``""`` when its dialect cannot carry the
+    message as a steer (then it waits as queued)."""
+    if contract.steer_frame is None:
+        return ""
+    try:
+        frame = contract.steer_frame(TurnInput(request, session_id, run_id, settings, history))
+    except RequestRejected:
+        return ""
+    user = request.messages[-1].model_dump(mode="json", exclude_unset=True)
+    return orjson.dumps({"frame": frame, "run_id": run_id, "user": user}).decode()
+
+
+class Steering:
+    """The watch a steerable turn keeps on its session's line while it runs (see the module):
+    at most one steer per answer — the answer ends where it lands."""
+
+    def __init__(
+        self,
+        gateway: Gateway,
+        run: TurnRun,
+        request: ChatRequest,
+        forward: dict[str, str],
+        new_trace: Callable[[], TurnTrace | NoTrace],
+    ) -> None:
+        self.gateway = gateway
+        self.run = run
+        self.request = request
+        self.forward = forward
+        self.new_trace = new_trace
+        #: The waiting request whose steer went upstream, and its offer.
+        self.taken: tuple[Waiter, SteerOffer] | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def landed(self) -> bool:
+        """The agent took the steer: the turn ended there, and its run goes on (:func:`go_on`)."""
+        translator = self.run.driver.turn.translator
+        if self.taken is None or not isinstance(translator, Translator):
+            return False
+        return translator.steered_by == self.taken[0].message_id
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._watch())
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+
+    async def _watch(self) -> None:
+        driver, line = self.run.driver, self.gateway.line
+        session_id, chat_id = self.run.key
+        while not driver.done:
+            try:
+                head = await line.head(session_id)
+            except StoreUnavailable:
+                head = None
+            if head is not None and head.kind is WaitKind.STEER and head.chat_id == chat_id:
+                found = SteerOffer.read(head.steer) if head.steer else None
+                if found is not None and await self._send(head, found):
+                    return
+            await line.changed(session_id, LOOK_AGAIN)
+
+    async def _send(self, waiter: Waiter, found: SteerOffer) -> bool:
+        """The steer goes to the agent (``False``: the turn's socket took nothing)."""
+        upstream, driver = self.run.driver.upstream, self.run.driver
+        translator = driver.turn.translator
+        if not isinstance(upstream, WebSocketUpstream) or not isinstance(translator, Translator):
+            return False
+        if driver.done:
+            return False
+        translator.steering = waiter.message_id  # (before it can land)
+        self.taken = (waiter, found)
+        try:
+            await upstream.send(found.frame)
+        except Exception as exc:  # the socket went away: the run ends as it ends
+            self.gateway.log.warning("busy.steer_unsent", error=type(exc).__name__)
+            return True
+        self.gateway.metrics.busy.labels("steered").inc()
+        self.gateway.log.info("busy.steer_sent", session_id=self.run.key[0][:128])
+        return True
+
+
+async def go_on(steering: Steering, log: Any) -> None:
+    """The steered run goes on as the answer to the message that steered it: a new turn on the
+    same socket and seat, run detached into the chat's log; then the waiting request leaves the
+    line, and finds that answer there (:func:`follow`)."""
+    from chunkbridge.gateway.turn.opening import Admission, assemble  # (opening imports this)
+
+    assert steering.taken is not None
+    waiter, found = steering.taken
+    gateway, first = steering.gateway, steering.run
+    message = first.driver.turn.assembler.message if first.driver.turn.assembler else None
+    messages = list(steering.request.messages)
+    if message is not None:
+        messages.append(UIMessage.model_validate(dict(message)))
+    messages.append(UIMessage.model_validate(found.user))
+    update = {"messages": messages, "messageId": None, "trigger": "submit-message"}
+    request = steering.request.model_copy(update=update)
+    session_id = first.key[0]
+    turn_input = TurnInput(
+        request, session_id, found.run_id, gateway.dialect_settings, gateway.history
+    )
+    transcripts = gateway.stores.transcripts if request.id else None
+    admission = Admission(
+        first.seat, request, turn_input, found.run_id, transcripts, None, True, (), (), None
+    )
+    trace = steering.new_trace()
+    run = assemble(
+        gateway,
+        admission,
+        first.driver.upstream,
+        steering.forward,
+        request_id=first.request_id,
+        log=log,
+        started=time.monotonic(),
+        trace=trace,
+    )
+    with contextlib.suppress(StoreUnavailable):
+        await gateway.line.answer_of(first.key)  # (waits for this instance's note of it)
+    await gateway.line.leave(session_id, waiter.member)
+    run.steering = Steering(gateway, run, request, steering.forward, steering.new_trace)
+    run.steering.start()  # (after it left: another message may steer this answer)
+    run.client_disconnected = True  # nobody reads it here: it runs on into the log
+    await run.end()
+
+
+async def follow(
+    resume: ResumeStore | None, key: Key, message_id: str
+) -> AsyncIterator[bytes] | None:
+    """The answer ``message_id`` of the chat ``key`` from its chunk log, followed to its end;
+    ``None`` when it is not found there within :data:`FIND_ANSWER` seconds."""
+    if resume is None:
+        return None
+    needle = f'"messageId":"{message_id}"'.encode()
+    deadline = time.monotonic() + FIND_ANSWER
+    while time.monotonic() < deadline:
+        bodies = await resume.reader(key)
+        if bodies is not None:
+            first = await _first_content(bodies)
+            if first is not None and needle in first:
+                return _chain(first, bodies)
+            with contextlib.suppress(Exception):
+                await bodies.aclose()  # type: ignore[attr-defined]
+        await asyncio.sleep(0.05)
+    return None
+
+
+async def _first_content(bodies: AsyncIterator[bytes]) -> bytes | None:
+    """The log's first body that is not a comment (its ``start``)."""
+    async for body in bodies:
+        if body[:1] != b":":
+            return body
+    return None
+
+
+async def _chain(first: bytes, rest: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    yield first
+    async for body in rest:
+        yield body

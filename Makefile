@@ -8,7 +8,7 @@ CONFORMANCE := tests/conformance
 EXAMPLE := examples/react-usechat
 NPM_CI := npm ci --no-audit --no-fund --loglevel=error
 
-.PHONY: install test e2e demo lint bench bench-micro clean
+.PHONY: install test e2e demo docs lint bench bench-micro clean
 
 # The package's files: gateway/, translators/ and protocol_specs/ install as chunkbridge.gateway…
 # (pyproject.toml's package directories). The editable install is setuptools' strict mode, a tree
@@ -57,6 +57,12 @@ demo: install
 	$(BIN)/chunkbridge demo $(if $(AGENT),--agent,--dialect $(or $(DIALECT),agent-ops-v2)) \
 		--target $(or $(TARGET),5) $(if $(TELEMETRY),--telemetry otlp) $(if $(BUSY),--busy $(BUSY))
 
+# The documentation site (mkdocs.yml, docs/; the API reference from the docstrings) at
+# http://127.0.0.1:8001/, rebuilt on every save. `make test` builds it with --strict
+# (tests/test_docs_site.py): a broken link or a public name without a docstring fails.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve -a 127.0.0.1:8001
+
 # ruff (style, sans-I/O imports), mypy --strict, import-linter (the core imports no dialect…).
 lint: install
 	$(BIN)/ruff check .
@@ -69,4 +75,4 @@ bench-micro: install
 	$(BIN)/python bench/pipeline.py
 
 clean:
-	rm -rf $(VENV) build $(CONFORMANCE)/node_modules $(EXAMPLE)/node_modules $(EXAMPLE)/dist e2e-artifacts
+	rm -rf $(VENV) build $(CONFORMANCE)/node_modules $(EXAMPLE)/node_modules $(EXAMPLE)/dist e2e-artifacts site

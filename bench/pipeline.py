@@ -12,7 +12,7 @@ Variants:
   agent-ops-v2_mixed  a realistic mix: 1 tool call (3 events) per 20 text deltas
 
 Numbers are per event; compare with the Node AI SDK path measured on the same machine by
-``../shared/bench/run.sh micro`` (``sdk_full``), as the README's performance section does.
+``../shared/bench/run.sh micro`` (``sdk_full``), as docs/performance.md does.
 Env: REPEAT (3), VARIANTS (comma list), BENCH_JSON=1 prints JSON too.
 """
 

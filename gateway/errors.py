@@ -54,6 +54,10 @@ __all__ = [
 
 
 class GatewayError(Exception):
+    """Every error the gateway raises on purpose: ``status_hint`` is the HTTP status while no
+    byte of the response has gone out, ``client_message`` the short text the AI SDK shows the
+    user as is, ``detail`` what only the log gets (see the module for the tree)."""
+
     status_hint = 500
     client_message = "The gateway failed."
     #: Headers of the HTTP error response (``Retry-After``…).
@@ -70,6 +74,10 @@ class GatewayError(Exception):
 
 
 class RequestError(GatewayError):
+    """The client's request cannot be served (400, 401, 403, 404, 409, 413, 415): answer
+    ``client_message`` with ``status_hint`` — :func:`chunkbridge.parse_chat_request` raises
+    it for a body it refuses."""
+
     status_hint = 400
 
 

@@ -47,7 +47,7 @@ def _load(value: str, loaded: object, name: str) -> Dialect:
     if isinstance(loaded, type) and issubclass(loaded, Translator):
         raise TypeError(
             f"{value} is a Translator class; register a chunkbridge.kit.Dialect that names it "
-            "and describes the upstream (README, 'Writing a dialect')"
+            "and describes the upstream (docs/writing-a-dialect.md)"
         )
     if not isinstance(loaded, Dialect):
         raise TypeError(f"{value} is a {type(loaded).__name__}, not a chunkbridge.kit.Dialect")

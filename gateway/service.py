@@ -259,6 +259,9 @@ class Gateway:
             self._lifespans -= 1
 
     async def start(self) -> None:
+        """Open the stores and start the tool servers (and what needs them): what
+        :meth:`lifespan` does on entering, for a caller that runs the gateway itself. A tool
+        server out of reach fails it, naming the server."""
         await self.stores.start()
         if self.stores.transcripts is not None:
             self._retention = asyncio.create_task(self._forget_old_chats())
@@ -368,6 +371,9 @@ class Gateway:
             await asyncio.sleep(every)
 
     async def drain(self, grace: float) -> None:
+        """Take no new turns and give the open ones up to ``grace`` seconds to end (each
+        validly); durable turns are handed over to another instance. :meth:`aclose` drains
+        with ``drain_timeout`` before it closes."""
         self.draining = True
         recoverer, self._recoverer = self._recoverer, None
         if recoverer is not None:  # a stopping instance takes nothing over (it hands over)

@@ -281,4 +281,6 @@ class ChatRequest(BaseModel):
 
     @property
     def is_continuation(self) -> bool:
+        """The request continues an assistant message (:meth:`continued_message`): an answer
+        to a question, an approval or an app tool's output, not a new turn."""
         return self.continued_message() is not None

@@ -116,7 +116,7 @@ def _settings_in(text: str) -> set[str]:
     return set(re.findall(r"`([a-z_]+)`", text))
 
 
-def test_every_setting_has_a_generated_flag_and_a_readme_row() -> None:
+def test_every_setting_has_a_generated_flag_and_a_documented_row() -> None:
     from chunkbridge.gateway.cli import build_parser
 
     parser = build_parser()
@@ -124,13 +124,13 @@ def test_every_setting_has_a_generated_flag_and_a_readme_row() -> None:
         a for a in parser._subparsers._group_actions[0].choices.items() if a[0] == "serve"
     )[1]
     flags = {o for action in serve._actions for o in action.option_strings}
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    table = readme.split("## Configuration", 1)[1].split("## Dialects", 1)[0]
+    page = (Path(__file__).resolve().parents[1] / "docs" / "configuration.md").read_text()
+    table = page.split("| setting | default | meaning |", 1)[1].split("\n\n", 1)[0]
     for name, field in GatewayConfig.model_fields.items():
         if field.exclude:
             continue
         assert "--" + name.replace("_", "-") in flags, name
-        assert name in _settings_in(table), f"{name} is not in the README's settings table"
+        assert name in _settings_in(table), f"{name} is not in the settings table"
     # dialect settings too, under the dialect's name
     assert {"--openai-chat-model", "--openai-chat-api-key", "--openai-chat-path"} <= flags
 

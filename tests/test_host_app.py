@@ -1,4 +1,5 @@
-"""A FastAPI app written from the README's "Use it inside your app": its own route streams an
+"""A FastAPI app written from "Use it inside your app" (the README's, docs/inside-your-app.md's
+— the same app, checked below): its own route streams an
 OpenAI SDK chat completion to useChat, and the gateway is mounted under ``/chat`` with its SQLite
 store and an MCP server's tools — both actually on: the model's tool calls run on the real
 calculator server, the chat is stored. Mounted without its gateway's lifespan, the gateway
@@ -8,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
+import re
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -36,11 +39,14 @@ from tests.gateway_harness import user_body, uvicorn_server
 from tests.helpers import decode_sse, result_of
 from tests.provider_server import FIXTURES, Script, recording, running_provider
 
-CALCULATOR = Path(__file__).resolve().parents[1] / "examples" / "mcp-agent" / "calculator.py"
+ROOT = Path(__file__).resolve().parents[1]
+CALCULATOR = ROOT / "examples" / "mcp-agent" / "calculator.py"
 
 
 def readme_app(client: AsyncOpenAI, gateway: Gateway) -> FastAPI:
-    """The README's app, as written there (its client and gateway given)."""
+    """The README's app, as written there (its client and gateway given).
+
+    Kept in step with the text by :func:`test_the_readme_and_the_docs_show_this_app`."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -176,3 +182,32 @@ async def test_the_gateways_lifespan_entered_twice_runs_once() -> None:
             assert gateway.started
         assert gateway.started  # the inner exit closed nothing
     assert not gateway.started
+
+
+def _shown_app(page: Path) -> str:
+    """The page's FastAPI app: its Python block that makes ``app = FastAPI(...)``."""
+    blocks = re.findall(r"```python\n(.*?)```", page.read_text(), re.S)
+    apps = [block for block in blocks if "app = FastAPI(lifespan=lifespan)" in block]
+    assert len(apps) == 1, f"{page.name}: one app, found {len(apps)}"
+    return apps[0]
+
+
+def _code_lines(source: str) -> list[str]:
+    """The statements' lines, without comments, blank lines, annotations of the return."""
+    lines = (re.sub(r"\s+#.*$", "", line).rstrip() for line in source.splitlines())
+    return [re.sub(r"\) -> [\w\[\], .]+:$", "):", line) for line in lines if line.strip()]
+
+
+def test_the_readme_and_the_docs_show_this_app() -> None:
+    """The README's quick start and docs/inside-your-app.md show one app, the one
+    :func:`readme_app` runs: its lifespan, mount, error handler and route, line for line (the
+    test's only additions are type annotations)."""
+    readme = _shown_app(ROOT / "README.md")
+    assert readme == _shown_app(ROOT / "docs" / "inside-your-app.md")
+    compile(readme, "README.md", "exec")
+    shown = _code_lines(readme.split("@asynccontextmanager\n", 1)[1])
+    tested = _code_lines(
+        inspect.getsource(readme_app).split("@contextlib.asynccontextmanager\n", 1)[1]
+    )
+    tested = [line.removeprefix("    ") for line in tested]
+    assert [line for line in shown if line not in tested] == []

@@ -158,7 +158,8 @@ async def test_a_refused_request_ends_with_the_providers_message(real_clients: A
 
 
 def readme_app(base: str) -> FastAPI:
-    """The README's route: the OpenAI SDK's stream of the conversation, answered to useChat."""
+    """The route of the README and docs/inside-your-app.md: the OpenAI SDK's stream of the
+    conversation, answered to useChat."""
     client = openai.AsyncOpenAI(base_url=f"{base}/v1", api_key="sk-test", max_retries=0)
 
     @contextlib.asynccontextmanager

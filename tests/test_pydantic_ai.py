@@ -145,8 +145,9 @@ async def test_the_ui_history_is_the_agents_own_history(real_clients: Any, name:
 
 
 async def _chat(request: Request) -> Response:
-    """A host app's route, the way the README tells it: the chat's history in, the agent's
-    events out as the chat's answer (continuing the message a continuation continues)."""
+    """A host app's route, the way docs/dialects/agent-libraries.md tells it: the chat's history
+    in, the agent's events out as the chat's answer (continuing the message a continuation
+    continues)."""
     chat = parse_chat_request(await request.body())
     run = agent_input(chat)
     events = DEFERRING.run_stream_events(

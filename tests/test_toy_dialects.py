@@ -159,12 +159,11 @@ async def test_the_http_sse_toy_reports_a_refused_request_in_the_stream(
     assert of_type(decode_sse(response.content), "error")[0]["errorText"] == "no model acme-1"
 
 
-def test_readme_shows_the_toy_dialects_as_they_are() -> None:
-    """The README's "Writing a dialect" examples are these modules: every line it shows is a
+def test_the_docs_show_the_toy_dialects_as_they_are() -> None:
+    """The examples of docs/writing-a-dialect.md are these modules: every line it shows is a
     line of them, so the documented code is code that runs in this suite."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("### Writing a dialect", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    page = (ROOT / "docs" / "writing-a-dialect.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", page, re.S)
     assert len(blocks) == 2, "one WebSocket and one HTTP-SSE example"
     sources = [(TOY / name).read_text() for name in ("acme_dialect.py", "acme_sse_dialect.py")]
     for block, source in zip(blocks, sources, strict=True):

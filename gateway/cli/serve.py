@@ -79,7 +79,7 @@ def register(sub: SubParsers) -> None:
         "serve",
         help="run the gateway in front of an upstream",
         description="Settings come from --config FILE.toml, then CHUNKBRIDGE_* environment "
-        "variables, then these flags (flags win). See the README for every setting.",
+        "variables, then these flags (flags win). Every setting: docs/configuration.md.",
     )
     serve.set_defaults(func=cmd_serve, flags=add_settings(serve))
 

@@ -1,5 +1,6 @@
-"""A toy WebSocket dialect, written as a third-party package writes one (README, "Writing a
-dialect"): Acme agents stream ``token`` events and end with ``done`` or ``failed``."""
+"""A toy WebSocket dialect, written as a third-party package writes one
+(docs/writing-a-dialect.md): Acme agents stream ``token`` events and end with ``done`` or
+``failed``."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""A toy HTTP-SSE dialect, written as a third-party package writes one (README, "Writing a
-dialect"): the Acme model API answers ``POST /v1/respond`` with server-sent events of content
-blocks (thinking, text, tool calls) addressed by index, interleaved, then ``end`` with usage."""
+"""A toy HTTP-SSE dialect, written as a third-party package writes one
+(docs/writing-a-dialect.md): the Acme model API answers ``POST /v1/respond`` with server-sent
+events of content blocks (thinking, text, tool calls) addressed by index, interleaved, then
+``end`` with usage."""
 
 from __future__ import annotations
 

@@ -37,6 +37,7 @@ class IndexedParts:
         self._open: dict[Hashable, tuple[PartKind, str]] = {}
 
     def part_id(self, key: Hashable) -> str | None:
+        """The id of block ``key``'s open part, or ``None`` when it has none open."""
         entry = self._open.get(key)
         return None if entry is None else entry[1]
 
@@ -75,6 +76,7 @@ class IndexedParts:
         return [chunk]
 
     def end_all(self) -> list[Chunk]:
+        """End every open part, in the order they opened (before a step or the answer ends)."""
         out: list[Chunk] = []
         for key in list(self._open):
             out += self.end(key)
@@ -120,6 +122,9 @@ class StreamedToolCalls:
         name: str | None = None,
         arguments: str | None = None,
     ) -> list[Chunk]:
+        """What arrived for call ``key``: its id, name and a piece of its arguments' JSON text,
+        each when the upstream sends it. ``tool-input-start`` goes out once the name is known
+        (with the arguments held until then), each later piece as a ``tool-input-delta``."""
         call = self._calls.get(key)
         if call is None:
             call = self._calls[key] = _Call()

@@ -41,6 +41,7 @@ class MalformedEvent(ValueError):
 
 
 def require_str(event: dict[str, Any], key: str) -> str:
+    """``event[key]``, which must be a string (:class:`MalformedEvent` otherwise)."""
     value = event.get(key)
     if not isinstance(value, str):
         raise MalformedEvent(f"{key!r} must be a string")
@@ -48,6 +49,8 @@ def require_str(event: dict[str, Any], key: str) -> str:
 
 
 def optional_str(event: dict[str, Any], key: str) -> str | None:
+    """``event[key]`` when it is a string, ``None`` when absent or null (:class:`MalformedEvent`
+    for any other type)."""
     value = event.get(key)
     if value is not None and not isinstance(value, str):
         raise MalformedEvent(f"{key!r} must be a string")
@@ -55,12 +58,16 @@ def optional_str(event: dict[str, Any], key: str) -> str | None:
 
 
 def require_dict(value: Any, what: str) -> dict[str, Any]:
+    """``value``, which must be a JSON object (:class:`MalformedEvent` naming ``what``
+    otherwise)."""
     if not isinstance(value, dict):
         raise MalformedEvent(f"{what} must be an object")
     return value
 
 
 def require_list(value: Any, what: str) -> list[Any]:
+    """``value``, which must be a JSON array (:class:`MalformedEvent` naming ``what``
+    otherwise)."""
     if not isinstance(value, list):
         raise MalformedEvent(f"{what} must be a list")
     return value

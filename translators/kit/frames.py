@@ -32,6 +32,9 @@ class FrameTemplates:
 
 @dataclass(frozen=True, slots=True)
 class TurnFrames:
+    """The WebSocket frames of one turn, built from the dialect's frames (or the configured
+    templates) by :func:`build_frames`."""
+
     #: What starts the turn: the answers to the agent's questions and approvals, one frame
     #: each, when the request carries some; else the one prompt (or regenerate) frame.
     prompts: list[Frame]
@@ -39,6 +42,7 @@ class TurnFrames:
 
     @property
     def prompt(self) -> Frame:
+        """The first frame that starts the turn."""
         return self.prompts[0]
 
 

@@ -108,6 +108,9 @@ class LibraryTranslator(Translator):
         return event
 
     def feed(self, event: Any) -> Sequence[Item]:
+        """Chunks for one of the library's events — the live object, or its recorded form (a
+        dict, read through :class:`Record`) — or a stream-level frame (:data:`STREAM_END`,
+        :func:`stream_error`), dispatched by :meth:`event_kind` to ``HANDLERS``."""
         if type(event) is dict:
             signal = event.get(STREAM_SIGNAL)
             if signal is not None:

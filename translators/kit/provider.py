@@ -212,11 +212,14 @@ def tool_name_of(part: Any) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class DataUrl:
+    """A ``data:`` URL taken apart (:func:`parse_data_url`): its media type and payload."""
+
     media_type: str
     #: The payload, base64-encoded (as every provider wants inline data).
     base64: str
 
     def text(self) -> str:
+        """The payload as UTF-8 text (undecodable bytes replaced): a text file's content."""
         return base64.b64decode(self.base64).decode("utf-8", "replace")
 
 

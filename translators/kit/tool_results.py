@@ -28,6 +28,7 @@ class Media:
 
     @property
     def kind(self) -> str:
+        """The media type's top-level kind: ``image``, ``audio``…"""
         return self.media_type.partition("/")[0]
 
 

@@ -49,6 +49,10 @@ IdFactory = Callable[[str], str]
 
 
 class UnknownEventPolicy(Enum):
+    """What a translator does with an event type it has no handler for (the gateway's
+    ``unknown_events`` setting): forward it as a transient ``data-<type>`` part, drop it
+    (counted), or end the turn with an error."""
+
     FORWARD = "forward"
     DROP = "drop"
     ERROR = "error"
@@ -300,18 +304,22 @@ class Translator:
         return out
 
     def end_text(self) -> list[Chunk]:
+        """End the open text part (of :meth:`text_delta`), if any."""
         if self.text_id is None:
             return []
         text_id, self.text_id = self.text_id, None
         return [{"type": "text-end", "id": text_id}]
 
     def end_reasoning(self) -> list[Chunk]:
+        """End the open reasoning part (of :meth:`reasoning_delta`), if any."""
         if self._reasoning_id is None:
             return []
         reasoning_id, self._reasoning_id = self._reasoning_id, None
         return [{"type": "reasoning-end", "id": reasoning_id}]
 
     def end_parts(self) -> list[Chunk]:
+        """End the open reasoning and text parts: before a tool call, a step's or the answer's
+        end."""
         return self.end_reasoning() + self.end_text()
 
     def tool_flags(self, **flags: Any) -> dict[str, Any]:

@@ -88,10 +88,12 @@ class TurnInput:
 
     @property
     def chat_id(self) -> str:
+        """The chat's id (``useChat``'s ``id``), as the request carries it."""
         return self.request.id
 
     @property
     def regenerate(self) -> bool:
+        """The user asked for the last answer again (``regenerate-message``)."""
         return self.request.trigger == "regenerate-message"
 
     @cached_property

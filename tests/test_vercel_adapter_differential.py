@@ -376,6 +376,48 @@ def test_the_streams_differ_in_ids_framing_and_headers(answers: dict[Key, Answer
         assert answer.body.endswith(b"data: [DONE]\n\n")
 
 
+def test_invalid_arguments_are_announced_as_available_by_the_adapter_at_5(
+    answers: dict[Key, Answer],
+) -> None:
+    """The chunk that ends the call's input: at ai 5 the adapter sends ``tool-input-available``
+    (the state of a call whose input is valid) with its placeholder; chunkbridge sends the
+    ``tool-input-error`` the AI SDK's own server sends, with the raw text, at every target."""
+    for target in MAJORS:
+        for side in SIDES:
+            chunks = answers["invalid-tool-arguments", side, target].chunks
+            (ending,) = [
+                c
+                for c in chunks
+                if c.get("toolCallId") == "c10"
+                and c["type"] in ("tool-input-available", "tool-input-error")
+            ]
+            if side == OURS:
+                assert ending["type"] == "tool-input-error"
+                assert ending["input"] == '{"city": "Par'
+            else:
+                expected = "tool-input-available" if target == 5 else "tool-input-error"
+                assert ending["type"] == expected
+                assert ending["input"] == {"INVALID_JSON": '{"city": "Par'}
+
+
+def test_a_resumed_run_answers_the_decided_call_before_the_models_step(
+    answers: dict[Key, Answer],
+) -> None:
+    """After the approval, both first give the decided call its output, then the model's text,
+    in one new step (the AI SDK's own resumed ``streamText`` sends the output before its first
+    ``start-step``, as the adapter does; chunkbridge inside the step, without re-announcing the
+    call the continued message holds). The final messages are the same (above)."""
+    for name, output in (("approval-approved", "available"), ("approval-denied", "denied")):
+        for target in (6, 7):
+            theirs = [c["type"] for c in answers[name, ADAPTER, target].chunks][:5]
+            ours = [c["type"] for c in answers[name, OURS, target].chunks][:4]
+            their_opening = ["start", "tool-input-available", f"tool-output-{output}"]
+            if output == "denied":
+                their_opening.remove("tool-input-available")
+            assert theirs[: len(their_opening) + 2] == [*their_opening, "start-step", "text-start"]
+            assert ours == ["start", "start-step", f"tool-output-{output}", "text-start"]
+
+
 def test_a_run_that_fails_before_its_first_step(answers: dict[Key, Answer]) -> None:
     """No step was opened: the adapter still closes one (its ``after_stream`` always sends
     ``finish-step``); the clients stop at the ``error`` either way (spec §3)."""

@@ -23,8 +23,9 @@ either side shows (docs/vercel-ai-adapter.md says why, and where the adapter is 
 * a call cut off by an error: ``Tool execution was interrupted by an error.`` / ``interrupted``;
 * a provider-executed tool: the adapter keeps its provider in ``callProviderMetadata`` and gives
   it back to the model in the next run's history; chunkbridge does neither;
-* the stream: ids, ``start.messageId`` on a continuation, an unbalanced ``finish-step`` (adapter)
-  when the run fails before its first step, the response headers.
+* the stream: ids, ``start.messageId`` on a continuation, where a resumed run puts the decided
+  call's output (before / inside its first step), an unbalanced ``finish-step`` (adapter) when
+  the run fails before its first step, the response headers.
 
 Where both must fail, they fail alike: ai 5 refuses ``tool-approval-request`` and
 ``tool-output-denied``, which both sides send only to a 6 or 7 target.

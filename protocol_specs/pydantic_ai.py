@@ -34,7 +34,10 @@ the first event                       ``start``, ``start-step``
                                       compaction, speech) → the unknown-event policy
                                       (``data-part-<kind>``)
 a part event after tool events        the model is called again: ``finish-step``,
-                                      ``start-step`` (one UI step per model response)
+                                      ``start-step`` (one UI step per model response); a
+                                      resumed run's tool events before its first response
+                                      (the decided calls the history holds) end no step: their
+                                      outputs update earlier parts, and an empty step would show
 ``function_tool_call`` /              the call was announced by its part; a call that never
 ``output_tool_call``                  streamed (resumed, deferred) is announced now
 ``function_tool_result`` /            ``success``/``interrupted`` → ``tool-output-available``

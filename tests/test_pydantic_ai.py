@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from chunkbridge import UIStreamResponse, parse_chat_request
+from chunkbridge import UIStreamResponse, parse_chat_request, ui_stream
 from chunkbridge.gateway.devtools.library_recording import library_sse
 from chunkbridge.protocol_specs.chat_request import ChatRequest
 from chunkbridge.translators.dialects.pydantic_ai import agent_input
@@ -142,6 +142,48 @@ async def test_the_ui_history_is_the_agents_own_history(real_clients: Any, name:
     user = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": scenario.prompt}]}
     request = ChatRequest.model_validate({"id": "c", "messages": [user, {**message, "id": "a1"}]})
     assert _shape(agent_input(request).message_history) == _shape(kept)
+
+
+@pytest.mark.conformance
+@pytest.mark.parametrize("approved", [True, False])
+async def test_a_resumed_run_opens_no_empty_step(real_clients: Any, approved: bool) -> None:
+    """The run resumed with the app's decision first answers the call the history holds (its
+    output updates a part of the earlier step), then calls the model: one step, as the AI SDK's
+    own resumed ``streamText`` shows it — not a step with only that output, which the chat shows
+    as an empty step (two ``step-start`` parts in a row)."""
+    decision = {"id": "c4", "approved": approved, **({} if approved else {"reason": "not now"})}
+    assistant = {
+        "id": "a1",
+        "role": "assistant",
+        "parts": [
+            {"type": "step-start"},
+            {"type": "text", "text": "Deleting needs your approval.", "state": "done"},
+            {
+                "type": "tool-delete_file",
+                "toolCallId": "c4",
+                "state": "approval-responded",
+                "input": {"path": "/tmp/x"},
+                "approval": decision,
+            },
+        ],
+    }
+    user = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "delete /tmp/x"}]}
+    chat = ChatRequest.model_validate(
+        {"id": "c", "messages": [user, assistant], "trigger": "submit-message"}
+    )
+    run = agent_input(chat)
+    events = DEFERRING.run_stream_events(
+        message_history=run.message_history, deferred_tool_results=run.deferred_tool_results
+    )
+    stream = ui_stream(events, dialect=DIALECT, target=7, request=chat)
+    body = b"".join([piece async for piece in stream])
+    output = "tool-output-available" if approved else "tool-output-denied"
+    opening = ["start", "start-step", output, "text-start"]
+    assert [c["type"] for c in decode_sse(body)][:4] == opening
+    verdict = real_clients.check(body, majors=(7,), message=assistant)[7]
+    assert verdict.ok, verdict.fatal
+    kinds = [p["type"] for p in verdict.message["parts"]]
+    assert kinds == ["step-start", "text", "tool-delete_file", "step-start", "text"]
 
 
 async def _chat(request: Request) -> Response:

@@ -111,6 +111,11 @@ class PydanticAiTranslator(LibraryTranslator):
         self._unanswered: set[str] = set()
         #: Tool events came since the last response part: the next part opens a new step.
         self._between = False
+        #: A response part came in this run. Tool events before the first one are a resumed
+        #: run's (the approved or answered calls the history holds): their outputs update parts
+        #: of an earlier step, so they end no step (the AI SDK sends them before its first
+        #: ``start-step``) and the first response goes on in the step they are in.
+        self._responded = False
 
     def event_kind(self, event: Any) -> str | None:
         kind = getattr(event, "event_kind", None)
@@ -120,6 +125,7 @@ class PydanticAiTranslator(LibraryTranslator):
 
     def _response(self) -> list[Chunk]:
         """Before a response part: the answer's opening, or a new step after tool events."""
+        self._responded = True
         if not self.begun:
             return self.begin()
         if not self._between:
@@ -234,7 +240,7 @@ class PydanticAiTranslator(LibraryTranslator):
         part = record_of(event.part)
         call_id = _call_id(part)
         out = [*self.begin(), *self._end_response()]
-        self._between = True
+        self._between = self._responded
         if call_id in self._announced or event.args_valid is None:
             return out  # streamed as its part; or a resumed call the history already shows
         self._announced.add(call_id)
@@ -245,7 +251,7 @@ class PydanticAiTranslator(LibraryTranslator):
 
     def _on_tool_result(self, event: Any) -> Sequence[Item]:
         out = [*self.begin(), *self._end_response()]
-        self._between = True
+        self._between = self._responded
         return [*out, *self._result(record_of(event.part), self.tool_flags())]
 
     def _result(self, part: Any, flags: dict[str, Any]) -> list[Chunk]:
@@ -265,7 +271,7 @@ class PydanticAiTranslator(LibraryTranslator):
     def _on_deferred(self, event: Any) -> Sequence[Item]:
         requests = record_of(event.requests)
         out: list[Item] = [*self.begin(), *self._end_response()]
-        self._between = True
+        self._between = self._responded
         for call in requests.approvals or ():
             call_id = _call_id(record_of(call))
             out.append(

@@ -195,7 +195,8 @@ class GatewayConfig(BaseModel):
         "reject",
         description="a new user message sent to a session whose turn runs (on any instance): "
         "reject (409), queue (it waits its turn), interrupt (the running turn is stopped, then "
-        "it runs) or steer (it joins a loop turn at its next step boundary; else it waits); "
+        "it runs) or steer (it joins a loop turn at its next step boundary, or a pi agent's "
+        "run through pi's steer; else it waits); "
         "anything but reject needs resume = memory or redis",
     )
     queue_max: int = Field(

@@ -300,6 +300,9 @@ class Gateway:
         )
 
     def steer_offer(self, request: ChatRequest, session_id: str, run_id: str) -> str:
+        """What a message waiting under ``busy = steer`` gives the running turn of an agent
+        backend that takes steers itself (its frame, its answer's run id, its message:
+        :func:`~chunkbridge.gateway.turn.steering.offer`); ``""`` for every other gateway."""
         if not self._upstream_steers or self.agent is not None:
             return ""
         assert self.dialect.websocket is not None

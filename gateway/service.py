@@ -24,11 +24,7 @@ from chunkbridge.gateway.stores.writer import StoreWriter
 from chunkbridge.gateway.telemetry import NO_TRACE, NoTrace, Telemetry, TurnTrace
 from chunkbridge.gateway.telemetry_sdk import install_sdk
 from chunkbridge.gateway.tools import ToolSources
-from chunkbridge.gateway.transports.connectors import (
-    Connector,
-    WebSocketConnector,
-    connector_for,
-)
+from chunkbridge.gateway.transports.connectors import Connector, connector_for
 from chunkbridge.gateway.transports.tls import client_tls
 from chunkbridge.gateway.turn import busy, steering
 from chunkbridge.gateway.turn.agent_setup import AgentSetup, agent_setup
@@ -288,32 +284,13 @@ class Gateway:
         """A new message can steer the running turns (``busy = steer``): loop turns, and an
         agent backend's that takes steers on its socket (:mod:`~chunkbridge.gateway.turn.
         steering`)."""
-        return self.agent is not None or self._upstream_steers
-
-    @property
-    def _upstream_steers(self) -> bool:
-        contract = self.dialect.websocket
-        return (
-            contract is not None
-            and contract.steer_frame is not None
-            and isinstance(self.connector, WebSocketConnector)
-        )
+        return self.agent is not None or steering.takes_steers(self)
 
     def steer_offer(self, request: ChatRequest, session_id: str, run_id: str) -> str:
         """What a message waiting under ``busy = steer`` gives the running turn of an agent
         backend that takes steers itself (its frame, its answer's run id, its message:
         :func:`~chunkbridge.gateway.turn.steering.offer`); ``""`` for every other gateway."""
-        if not self._upstream_steers or self.agent is not None:
-            return ""
-        assert self.dialect.websocket is not None
-        return steering.offer(
-            self.dialect.websocket,
-            request,
-            session_id,
-            run_id,
-            self.dialect_settings,
-            self.history,
-        )
+        return steering.offer(self, request, session_id, run_id)
 
     @property
     def approval_secret(self) -> str | None:
@@ -456,19 +433,12 @@ class Gateway:
             started=started,
             trace=trace,
         )
-        if self.config.busy == "steer" and chat_request.id:
-            self._watch_steers(run, admission.request, forward)
+        if self.config.busy == "steer" and steering.takes_steers(self):
+            new_trace = functools.partial(self._trace, session_id, request_id)
+            steering.watch(self, run, admission.request, forward, new_trace)
         return run
 
     def _trace(self, session_id: str, request_id: str) -> TurnTrace | NoTrace:
         if self.telemetry is None:
             return NO_TRACE
         return self.telemetry.turn(session_id, request_id)
-
-    def _watch_steers(self, run: TurnRun, request: ChatRequest, forward: dict[str, str]) -> None:
-        """``busy = steer`` on an upstream that takes steers: the run watches its line."""
-        if not self._upstream_steers or self.agent is not None or run.seat.resume is None:
-            return
-        new_trace = functools.partial(self._trace, run.key[0], run.request_id)
-        run.steering = steering.Steering(self, run, request, forward, new_trace)
-        run.steering.start()

@@ -33,15 +33,16 @@ import orjson
 from chunkbridge.gateway.stores.base import Key, ResumeStore, StoreUnavailable
 from chunkbridge.gateway.stores.line import Waiter, WaitKind
 from chunkbridge.gateway.telemetry import NoTrace, TurnTrace
+from chunkbridge.gateway.transports.connectors import WebSocketConnector
 from chunkbridge.gateway.transports.websocket import WebSocketUpstream
-from chunkbridge.kit import RequestRejected, Translator, TurnInput, WebSocketContract
+from chunkbridge.kit import RequestRejected, Translator, TurnInput
 from chunkbridge.protocol_specs.chat_request import ChatRequest, UIMessage
 
 if TYPE_CHECKING:
     from chunkbridge.gateway.turn.opening import Gateway
     from chunkbridge.gateway.turn.run import TurnRun
 
-__all__ = ["Joined", "SteerOffer", "Steering", "follow", "go_on", "offer"]
+__all__ = ["Joined", "SteerOffer", "Steering", "follow", "go_on", "offer", "takes_steers", "watch"]
 
 #: Seconds between two looks at the line when nothing woke the watch.
 LOOK_AGAIN = 1.0
@@ -74,24 +75,44 @@ class SteerOffer:
             return None
 
 
-def offer(
-    contract: WebSocketContract,
-    request: ChatRequest,
-    session_id: str,
-    run_id: str,
-    settings: Any,
-    history: Any,
-) -> str:
-    """A steering request's offer (see the module); ``""`` when its dialect cannot carry the
-    message as a steer (then it waits as queued)."""
-    if contract.steer_frame is None:
+def takes_steers(gateway: Gateway) -> bool:
+    """The gateway's upstream takes steers itself: a WebSocket upstream whose dialect has a
+    steer frame (not the agent loop's provider: that loop steers at its own boundaries)."""
+    contract = gateway.dialect.websocket
+    return (
+        gateway.agent is None
+        and contract is not None
+        and contract.steer_frame is not None
+        and isinstance(gateway.connector, WebSocketConnector)
+    )
+
+
+def offer(gateway: Gateway, request: ChatRequest, session_id: str, run_id: str) -> str:
+    """A steering request's offer (see the module); ``""`` when the gateway's upstream takes
+    no steers or its dialect cannot carry the message as one (then it waits as queued)."""
+    contract = gateway.dialect.websocket
+    if not takes_steers(gateway) or contract is None or contract.steer_frame is None:
         return ""
+    turn = TurnInput(request, session_id, run_id, gateway.dialect_settings, gateway.history)
     try:
-        frame = contract.steer_frame(TurnInput(request, session_id, run_id, settings, history))
+        frame = contract.steer_frame(turn)
     except RequestRejected:
         return ""
     user = request.messages[-1].model_dump(mode="json", exclude_unset=True)
     return orjson.dumps({"frame": frame, "run_id": run_id, "user": user}).decode()
+
+
+def watch(
+    gateway: Gateway,
+    run: TurnRun,
+    request: ChatRequest,
+    forward: dict[str, str],
+    new_trace: Callable[[], TurnTrace | NoTrace],
+) -> None:
+    """A resumable run of a gateway whose upstream takes steers watches its session's line."""
+    if run.seat.resume is not None and request.id:
+        run.steering = Steering(gateway, run, request, forward, new_trace)
+        run.steering.start()
 
 
 class Steering:
@@ -203,8 +224,7 @@ async def go_on(steering: Steering, log: Any) -> None:
     with contextlib.suppress(StoreUnavailable):
         await gateway.line.answer_of(first.key)  # (waits for this instance's note of it)
     await gateway.line.leave(session_id, waiter.member)
-    run.steering = Steering(gateway, run, request, steering.forward, steering.new_trace)
-    run.steering.start()  # (after it left: another message may steer this answer)
+    watch(gateway, run, request, steering.forward, steering.new_trace)  # (after it left)
     run.client_disconnected = True  # nobody reads it here: it runs on into the log
     await run.end()
 

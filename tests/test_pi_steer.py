@@ -176,6 +176,31 @@ async def test_over_the_websocket_transport_a_steer_sent_at_once_is_taken_at_the
     assert said == ["You said: Rome instead"]
 
 
+async def test_stop_on_the_steered_answer_stops_the_pi_run(real_clients) -> None:
+    """The answer a steer began is the chat's running turn like any: Stop ends it validly and
+    the abort frame goes to pi on the turn's one socket."""
+    async with socket_gateway(busy="steer", resume="memory", keepalive_interval=0.3) as (gw, up):
+        first = Pending(gw, "w5", chat("slow weather please"))
+        await until(lambda: b"tool-input-available" in first.content, 10)
+        second = Pending(gw, "w5", chat("slow weather please", "a long one"))
+        await until(lambda: b"text-delta" in second.content, 10)
+        async with httpx.AsyncClient(timeout=10, trust_env=False) as client:
+            stopped = await client.post(f"{gw}/api/sessions/w5/chat/chat1/stop")
+        await asyncio.wait_for(asyncio.gather(first.task, second.task), 30)
+        for _ in range(50):  # bounded: 5 s
+            stats = await upstream_stats(up)
+            if stats.get("abortFrames"):
+                break
+            await asyncio.sleep(0.1)
+    assert stopped.status_code == 202
+    assert stats["runs"] == 1 and stats["abortFrames"] == 1
+    assert ending(first.content)["messageMetadata"]["steeredBy"] == "u1"
+    assert 0 < len(text_of(decode_sse(second.content))) < len("word " * 2000)
+    judged(real_clients, first.content, "tool-calls")
+    for major, verdict in real_clients.check(second.content).items():
+        assert verdict.ok, (major, verdict.fatal)
+
+
 @contextlib.contextmanager
 def two_pi_gateways(redis_url: str) -> Iterator[tuple[str, str, str]]:
     """Two gateway processes in front of one pi upstream: their URLs and the upstream's."""

@@ -168,13 +168,13 @@ def test_stop_closes_the_sdk_stream(build: str, observed: Observed) -> None:
     assert stop["readyAfterMs"] < 3000, stop
     assert stop["text"] == "Hello", stop  # what came before Stop; the provider held the rest
     assert stop["requestFailure"], "the page aborted its request"
-    # the provider saw the SDK's stream closed right after the click (within a second of the
-    # disconnect; Stop first asks {endpoint}/{chat}/stop, a 404 here)
-    stopped_at = stop["stoppedAt"] / 1000
-    closes = [t - stopped_at for t in observed.provider.closed_times]
-    assert len([d for d in closes if 0 <= d < 2.0]) == 1, (closes, stop)
-    # every other stream ran to its end: one stopped per build, none cut short
-    assert len(closes) == len(BUILDS)
+    # the provider saw the SDK's stream closed soon after the click, where it would have held it
+    # open for a minute (within a second of the disconnect, which comes after Stop's request to
+    # {endpoint}/{chat}/stop, a 404 here; the bound leaves room for a loaded machine)
+    closes = observed.provider.closed_times  # one per build, in the order they ran
+    assert len(closes) == len(BUILDS), closes  # every other stream ran to its end
+    delay = closes[BUILDS.index(build)] - stop["stoppedAt"] / 1000
+    assert 0 <= delay < 3.0, (delay, stop)
     assert observed.provider.completed == len(observed.provider.scripts) - len(BUILDS)
     sent = observed.requests(build)[1]  # the second turn carries the first
     assert [m["role"] for m in sent["messages"]] == ["user", "assistant", "user"]

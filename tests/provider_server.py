@@ -50,6 +50,8 @@ class ScriptedProvider:
     #: Set when a client closed a stream before its script ended, at :attr:`closed_at`.
     closed: asyncio.Event = field(default_factory=asyncio.Event)
     closed_at: float | None = None
+    #: The wall-clock time (``time.time()``) of each such close, for a client in another process.
+    closed_times: list[float] = field(default_factory=list)
     #: Streams whose script ran to its end.
     completed: int = 0
 
@@ -77,6 +79,7 @@ class ScriptedProvider:
         finally:
             if not done:
                 self.closed_at = time.monotonic()
+                self.closed_times.append(time.time())
                 self.closed.set()
 
 

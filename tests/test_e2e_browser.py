@@ -41,7 +41,7 @@ BUILDS = ("ai5", "ai7")
 pytestmark = pytest.mark.e2e
 
 
-def _missing() -> str | None:
+def missing() -> str | None:
     if not Path(CHROMIUM).exists():
         return f"{CHROMIUM} not found (apt-get install chromium)"
     if shutil.which("node") is None:
@@ -52,11 +52,12 @@ def _missing() -> str | None:
     return None
 
 
-def _build_app(into: Path) -> None:
+def build_app(into: Path) -> None:
     """``npm run build`` (both builds), its output copied to ``into``. Other runs of this module in
     the checkout (another session's, another xdist worker's) build into the same ``dist`` and
     empty it first: the lock keeps the builds one at a time, and the pages load the copy, which
-    no other build changes under them."""
+    no other build changes under them. ``into`` may exist already (a server serving it, started
+    while the app builds)."""
     dist = APP / "dist"
     dist.mkdir(exist_ok=True)
     with (dist / ".e2e-build.lock").open("w") as lock:
@@ -65,7 +66,9 @@ def _build_app(into: Path) -> None:
             ["npm", "run", "build"], cwd=APP, capture_output=True, text=True, timeout=300
         )
         assert build.returncode == 0, build.stdout + build.stderr
-        shutil.copytree(dist, into, ignore=shutil.ignore_patterns(".e2e-build.lock"))
+        shutil.copytree(
+            dist, into, ignore=shutil.ignore_patterns(".e2e-build.lock"), dirs_exist_ok=True
+        )
 
 
 @contextmanager
@@ -107,7 +110,7 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
     target 7 (real tool approvals), the ai 5 build's with target 5 (their question form); and the
     agent demo with telemetry ("agentDemo"); the dialect demo with ``busy = queue`` ("busyDemo").
     They start while the app builds: all at once."""
-    require("browser end-to-end set-up", _missing())
+    require("browser end-to-end set-up", missing())
     app = tmp_path_factory.mktemp("app") / "dist"
     static_port = free_port()
     origin = f"http://127.0.0.1:{static_port}"
@@ -131,7 +134,7 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
         "busyDemo": _demo_gateway("--dialect", "agent-ops-v2", "--busy", "queue", "--store", "off"),
     }
     with ExitStack() as stack, ThreadPoolExecutor(len(starting) + 1) as pool:
-        built = pool.submit(_build_app, app)
+        built = pool.submit(build_app, app)
         urls = {name: pool.submit(stack.enter_context, cm) for name, cm in starting.items()}
         built.result()
         yield {name: url.result() for name, url in urls.items()}

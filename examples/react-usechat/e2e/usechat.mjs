@@ -7,7 +7,7 @@ import { POLL, isChatPost, isResumeGet, painted, requestEnd, starting, upstreamT
 // Installed in each page before the app's own scripts: what the scenarios read and wait on, and
 // every length the newest answer had as it rendered, with its time (an answer must render word
 // by word, not all at once).
-function probe() {
+export function probe() {
   const answers = () => [...document.querySelectorAll('[data-testid="message-assistant"]')];
   window.__answerTexts = () =>
     answers().map((m) => [...m.querySelectorAll('[data-testid="text"]')].map((e) => e.textContent).join(''));

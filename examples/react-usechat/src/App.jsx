@@ -8,6 +8,9 @@
 // that keeps chats (store = sqlite or postgres): the page loads the chat from it on mount and sends
 // only its last message (the server's copy is the history), so a reload shows the whole
 // conversation; with ?resume=1 as well, an answer still running is followed to its end.
+// ?endpoint=<chat URL> is the chat's URL itself, in place of ?api's gateway session route: a route
+// of your own app, e.g. examples/fastapi-app's /api/openai/chat or its mounted gateway's
+// /chat/sessions/<id>/chat (the stored chat and Stop's request are under it, as on a gateway).
 //
 // The human in the loop: an agent's question is a client-side tool call `ask_user` (its input has
 // the question and options): answered with addToolOutput. A tool approval (ai 6/7) is a tool part
@@ -32,7 +35,7 @@ const apiBase = params.get('api') || '';
 const chatId = params.get('chat') || `chat-${session}`;
 const resume = params.get('resume') === '1';
 const stored = params.get('stored') === '1';
-const api = `${apiBase}/api/sessions/${encodeURIComponent(session)}/chat`;
+const api = params.get('endpoint') || `${apiBase}/api/sessions/${encodeURIComponent(session)}/chat`;
 
 // The gateway keeps the conversation: send only the newest message ({id, message}), plus what
 // names a continuation or a regenerate.

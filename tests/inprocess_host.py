@@ -54,6 +54,7 @@ def host(gateway: Gateway, client: AsyncOpenAI) -> Starlette:
             gateway=gateway,
             request=chat,
             session_id=request.path_params["session"],
+            headers={"x-host": "app"},
         )
 
     return Starlette(

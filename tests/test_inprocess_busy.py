@@ -296,6 +296,7 @@ async def test_steer_waits_as_queue_with_the_gateways_log_line(
     assert provider.order("end") == ["one", "two"]
     assert provider.at("request", "two") >= provider.at("end", "one")
     assert queue_positions(decode_sse(second.content)) == [1, 0]
+    assert second.headers["x-host"] == "app"  # the app's own headers, on a wait too
     (line,) = [x for x in logged.splitlines() if "busy.steer_as_queue" in x]
     assert "reason='no loop'" in line or 'reason="no loop"' in line, line
     judge(real_clients, [first.content, second.content], ["one", "two"])
@@ -351,27 +352,52 @@ async def test_expected_turn_id_must_be_the_chats_newest_answer() -> None:
     assert provider.order("request") == ["one", "two", "four"]
 
 
-async def test_ui_stream_waits_its_turn_too(real_clients: Any) -> None:
+async def test_ui_stream_waits_its_turn_too_and_a_reader_that_leaves_leaves_the_line(
+    real_clients: Any,
+) -> None:
+    """ui_stream, given its own ``message_id``: the wait and the turn say it; a second one
+    whose reader leaves while it waits is out of the line, its callable never called."""
     provider = Provider()
     async with world(provider) as (base, gateway):
         first = Pending(app_url(base), body(user("one")))
         await until(lambda: provider.log, 10)
-        chat = parse_chat_request(body(user("one"), user("two")), gateway=gateway)
         client = AsyncOpenAI(base_url=_model_of(gateway), api_key="sk-test", max_retries=0)
 
-        def opens() -> Any:
-            return client.chat.completions.create(**request_body(chat, dialect="openai-chat",
-                                                                 settings=SETTINGS))  # fmt: skip
+        def stream(text: str) -> Any:  # (an async generator: it has aclose)
+            chat = parse_chat_request(body(user("one"), user(text)), gateway=gateway)
+
+            def opens() -> Any:
+                body = request_body(chat, dialect="openai-chat", settings=SETTINGS)
+                return client.chat.completions.create(**body)
+
+            return ui_stream(opens, dialect="openai-chat", gateway=gateway, request=chat,
+                             session_id="s", message_id=f"msg-{text}")  # fmt: skip
 
         async with client:
-            pieces = ui_stream(opens, dialect="openai-chat", gateway=gateway, request=chat,
-                               session_id="s")  # fmt: skip
-            waited = b"".join([piece async for piece in pieces])
+            waited = bytearray()
+            waiting = asyncio.create_task(read_into(stream("two"), waited))
+            await until(lambda: b'"position":1' in waited, 10)
+            leaving, seen = stream("gone"), b""
+            async for piece in leaving:
+                seen += piece
+                if b'"position":2' in seen:
+                    break
+            await leaving.aclose()  # what a framework does when its client goes away
+            await waiting
         await first.task
+        counts = await busy_counts(base)
     assert provider.order("request") == ["one", "two"]
     assert provider.at("request", "two") >= provider.at("end", "one")
-    assert queue_positions(decode_sse(waited)) == [1, 0]
-    judge(real_clients, [first.content, waited], ["one", "two"])
+    assert queue_positions(decode_sse(bytes(waited))) == [1, 0]
+    starts = [c["messageId"] for c in decode_sse(bytes(waited)) if c["type"] == "start"]
+    assert starts == ["msg-two", "msg-two"]  # the wait's, then the turn's
+    assert counts == {"queued": 2, "left": 1, "ran": 1}
+    judge(real_clients, [first.content, bytes(waited)], ["one", "two"])
+
+
+async def read_into(pieces: AsyncIterator[bytes], into: bytearray) -> None:
+    async for piece in pieces:
+        into += piece
 
 
 def _model_of(gateway: Gateway) -> str:

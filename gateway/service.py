@@ -365,13 +365,23 @@ class Gateway:
         if left:
             await self.turns.drain(1.0)
 
-    async def line_up(self, chat_request: ChatRequest, session_id: str) -> Seat | Queued | None:
+    async def line_up(
+        self,
+        chat_request: ChatRequest,
+        session_id: str,
+        *,
+        steerable: bool | None = None,
+        may_wait: bool = True,
+    ) -> Seat | Queued | None:
         """Before a turn opens: the stale guard (``expectedTurnId``), then, under a ``busy``
         policy other than ``reject``, a new user message's place in its session's line — a
         seat (it runs now), :class:`Queued` (it waits), or ``None`` (today's path). Raises
-        (409) before anything is streamed."""
+        (409) before anything is streamed. ``steerable``, ``may_wait``: as
+        :func:`~chunkbridge.gateway.turn.busy.line_up` takes them (an app's own stream)."""
         await busy.check_stale(self, chat_request, session_id)
-        return await busy.line_up(self, chat_request, session_id)
+        return await busy.line_up(
+            self, chat_request, session_id, steerable=steerable, may_wait=may_wait
+        )
 
     async def open_queued(
         self,

@@ -103,8 +103,10 @@ class Pending:
     """A POST read as its bytes come: a test waits for it to be in the line (:meth:`in_line`)
     instead of guessing how long that takes."""
 
-    def __init__(self, gw: str, payload: dict[str, Any], session: str = "s") -> None:
-        self.url = f"{gw}/api/sessions/{session}/chat"
+    def __init__(
+        self, gw: str, payload: dict[str, Any], session: str = "s", url: str | None = None
+    ) -> None:
+        self.url = url or f"{gw}/api/sessions/{session}/chat"
         self.payload = payload
         self.content = b""
         self.status_code = 0

@@ -37,9 +37,10 @@ def process(
     ready_url: str | None = None,
     ready_line: str | None = None,
     env: dict[str, str] | None = None,
+    module: str = "chunkbridge",
 ) -> Iterator[subprocess.Popen[str]]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "chunkbridge", *args],
+        [sys.executable, "-m", module, *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

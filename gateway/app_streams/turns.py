@@ -10,7 +10,9 @@ app's events), the turn driver over an
 guard, target gating, SSE encoding, keep-alives, timeouts and every ending are the gateway's.
 
 Given a gateway, the turn is one of its turns: it holds the session's turn (409 while another
-runs, as the gateway's POST answers), writes the resume log (``resume`` on and a chat id:
+runs, as the gateway's POST answers; or its place in the session's line under a ``busy`` policy:
+:mod:`~chunkbridge.gateway.app_streams.waiting`), notes the chat's newest answer (what
+``expectedTurnId`` is compared with), writes the resume log (``resume`` on and a chat id:
 ``GET …/chat/{chat id}/stream`` replays it), the transcript (``store`` on and a chat id), its
 trace and metrics, and the gateway's shutdown drains it. Without one, it has services of its
 own: no resume, no store, no telemetry.
@@ -18,6 +20,8 @@ own: no resume, no store, no telemetry.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import sys
 import time
 import uuid
@@ -36,16 +40,24 @@ from chunkbridge.gateway.registry import get_dialect
 from chunkbridge.gateway.service import NOT_STARTED, Gateway
 from chunkbridge.gateway.stores.memory import MemoryApprovalLedger
 from chunkbridge.gateway.telemetry import NO_TRACE, NoTrace, Telemetry, TurnTrace
-from chunkbridge.gateway.transports.app_events import EventSource, check_source
+from chunkbridge.gateway.transports.app_events import EventSource, check_source, opens_later
 from chunkbridge.gateway.turn.driver import DriverSettings, TurnDriver
-from chunkbridge.gateway.turn.opening import hold_seat, resume_prefix
+from chunkbridge.gateway.turn.opening import hold_seat, note_answer, resume_prefix
 from chunkbridge.gateway.turn.run import OpenTurns, RunServices, Seat, TurnRun
 from chunkbridge.gateway.turn.transcript import TurnTranscript
 from chunkbridge.kit import Dialect, TranslatorOptions, TurnInput, UnknownEventPolicy
 from chunkbridge.protocol_specs.chat_request import ChatRequest
 from chunkbridge.translators.core.turn import EventTurn, TurnOptions
 
-__all__ = ["AppStream", "GatewayNotStarted", "app_stream", "open_app_turn", "standalone"]
+__all__ = [
+    "AppStream",
+    "GatewayNotStarted",
+    "app_stream",
+    "check_gateway",
+    "open_app_turn",
+    "stream_log",
+    "standalone",
+]
 
 #: The AI SDK majors a stream can be written for.
 TARGETS = (5, 6, 7)
@@ -75,6 +87,8 @@ class AppStream:
     #: The chat request it answers (for resume, the transcript, a continued message).
     request: ChatRequest | None
     session_id: str
+    #: ``events`` is a callable that takes the request (see :func:`app_stream`).
+    given_request: bool = False
 
 
 def app_stream(
@@ -89,8 +103,11 @@ def app_stream(
     settings: Any,
 ) -> AppStream:
     """The stream described, checked at once: what is wrong here is the app's bug
-    (:class:`TypeError`, :class:`ValueError`), raised where the app builds its response."""
+    (:class:`TypeError`, :class:`ValueError`), raised where the app builds its response.
+    ``events`` may be a callable that opens them, of no argument or one (then given the chat
+    request as the turn answers it)."""
     check_source(events)
+    given_request = opens_later(events) and _takes_request(events)
     described = dialect if isinstance(dialect, Dialect) else get_dialect(dialect)
     if target not in TARGETS:
         raise ValueError(f"target {target!r}: the AI SDK major of the client, 5, 6 or 7")
@@ -103,7 +120,25 @@ def app_stream(
             raise ValueError(f"invalid settings for dialect {described.name}: {exc}") from exc
     if session_id is None:
         session_id = request.id if request is not None and request.id else "default"
-    return AppStream(events, described, chosen, target, message_id, gateway, request, session_id)
+    return AppStream(
+        events, described, chosen, target, message_id, gateway, request, session_id, given_request
+    )
+
+
+def _takes_request(opens: Any) -> bool:
+    """Whether a callable that opens the events wants the request (one positional parameter
+    without a default); :class:`TypeError` when it wants more."""
+    try:
+        parameters = inspect.signature(opens).parameters.values()
+    except (TypeError, ValueError):  # (a builtin that says nothing: called with none)
+        return False
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    wanted = [p for p in parameters if p.kind in positional and p.default is p.empty]
+    if len(wanted) > 1:
+        raise TypeError(
+            "events: a callable that opens them takes no argument, or one (the chat request)"
+        )
+    return bool(wanted)
 
 
 @cache
@@ -129,30 +164,47 @@ def _telemetry(dialect: Dialect) -> Telemetry:
     return Telemetry(dialect.name, dialect.genai_provider, None)
 
 
-async def open_app_turn(stream: AppStream, request_id: str | None = None) -> TurnRun:
+def check_gateway(gateway: Gateway, session_id: str) -> None:
+    """What a stream given ``gateway`` is refused for before anything else: the gateway not
+    started (503) or draining (503), a bad session id (400)."""
+    if not gateway.started:
+        raise GatewayNotStarted()
+    check_session(gateway.draining, session_id)
+
+
+def stream_log(stream: AppStream, request_id: str) -> Any:
+    """The stream's log, bound as a gateway request's is."""
+    log = get_logger("chunkbridge") if stream.gateway is None else stream.gateway.log
+    return log.bind(
+        request_id=request_id, session_id=stream.session_id[:128], dialect=stream.dialect.name
+    )
+
+
+async def open_app_turn(
+    stream: AppStream,
+    request_id: str | None = None,
+    *,
+    seat: Seat | None = None,
+    started: float | None = None,
+) -> TurnRun:
     """The turn that answers ``stream`` (see the module). Raises a
     :class:`~chunkbridge.gateway.errors.GatewayError` before anything is streamed: the
     gateway not started or draining (503), a bad session id (400), the session's turn taken
-    (409)."""
-    started = time.monotonic()
+    (409). ``seat``: the session's turn the stream holds already (its line admitted it)."""
+    started = time.monotonic() if started is None else started
     request_id = request_id or uuid.uuid4().hex[:16]
     gateway = stream.gateway
+    request = stream.request or ChatRequest(messages=[])
     if gateway is None:
         turns, services, settings = standalone()
-        log = get_logger("chunkbridge")
-        request = stream.request or ChatRequest(messages=[])
         turns.hold(stream.session_id, sys.maxsize)
         seat = Seat((stream.session_id, request.id), turns)
     else:
-        if not gateway.started:
-            raise GatewayNotStarted()
-        check_session(gateway.draining, stream.session_id)
-        services, settings, log = gateway.run_services, gateway.driver_settings, gateway.log
-        request = stream.request or ChatRequest(messages=[])
-        seat = await hold_seat(gateway, request, stream.session_id)
-    log = log.bind(
-        request_id=request_id, session_id=stream.session_id[:128], dialect=stream.dialect.name
-    )
+        services, settings = gateway.run_services, gateway.driver_settings
+        if seat is None:
+            check_gateway(gateway, stream.session_id)
+            seat = await hold_seat(gateway, request, stream.session_id)
+    log = stream_log(stream, request_id)
     try:
         return _assemble(stream, request, seat, services, settings, log, request_id, started)
     except BaseException:
@@ -187,7 +239,8 @@ def _assemble(
     if gateway is not None and gateway.telemetry is not None:
         trace = _telemetry(stream.dialect).turn(stream.session_id, request_id)
         trace.opened(request.id, message_id or "")
-    source = EventSource(stream.events, log, getattr(turn.translator, "read_error", None))
+    events = functools.partial(stream.events, request) if stream.given_request else stream.events
+    source = EventSource(events, log, getattr(turn.translator, "read_error", None))
     driver = TurnDriver(source, turn, settings, started=started, counters=services.metrics)
     transcript = None
     if gateway is not None and transcripts is not None and gateway.store_writer is not None:
@@ -203,6 +256,8 @@ def _assemble(
             assembler=turn.assembler,
         )
         transcript.begin()
+    if gateway is not None and message_id:
+        note_answer(gateway, seat, request, message_id)
     services.metrics.requests.labels("200").inc()
     services.metrics.active_streams.inc()
     return TurnRun(

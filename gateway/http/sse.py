@@ -116,7 +116,9 @@ class QueuedResponse:
     once it holds the turn, the turn's own stream (its ``start`` repeats the id) as
     :class:`TurnResponse` delivers it. A request
     that waits ``queue_timeout``, or cannot open its turn after waiting, ends with ``error`` +
-    ``finish``. A client that goes away leaves the line (those behind it move up)."""
+    ``finish``. A client that goes away leaves the line (those behind it move up).
+    ``headers``: more response headers (an app's own); ``message_id``: the answer's id when
+    its turn names it otherwise (an app's stream given one)."""
 
     def __init__(
         self,
@@ -124,11 +126,15 @@ class QueuedResponse:
         open_turn: Callable[[Seat], Awaitable[TurnRun]],
         request_id: str,
         log: Any,
+        headers: list[tuple[bytes, bytes]] | None = None,
+        message_id: str | None = None,
     ) -> None:
         self.queued = queued
         self.open_turn = open_turn
         self.request_id = request_id
         self.log = log
+        self.headers = headers
+        self.message_id = message_id or queued.message_id
         self._seat: Seat | None = None
         #: The running turn took it as a steer (its answer is that turn's next one).
         self._joined = False
@@ -137,8 +143,8 @@ class QueuedResponse:
         queued, write = self.queued, _writer(send)
         run: TurnRun | None = None
         try:
-            await _open(send, self.request_id)
-            await write(encode_chunk({"type": "start", "messageId": queued.message_id}))
+            await _open(send, self.request_id, self.headers)
+            await write(encode_chunk({"type": "start", "messageId": self.message_id}))
             if not await until_first(self._wait(write), wait_for_disconnect(receive)):
                 self.log.info("busy.left", position=queued.position)
                 queued.gateway.metrics.busy.labels("left").inc()

@@ -12,7 +12,9 @@ What the source may be: an async iterable; an awaitable of one (``AsyncOpenAI``'
 ``create(..., stream=True)``); an async context manager whose value is one, entered and left by
 the pump (``anthropic``'s ``messages.stream()``, pydantic-ai's ``run_stream_events()``; an SDK
 stream that is both is entered too, so its own exit closes it); a list or tuple; another
-iterable, read in a worker thread as Starlette reads a sync body (it may block).
+iterable, read in a worker thread as Starlette reads a sync body (it may block); or a callable
+(:func:`opens_later`) that returns one of these, called by the pump when the turn first reads —
+so nothing of the source starts before the turn does (a request that waited its turn first).
 
 Closing (:meth:`EventSource.aclose`: the turn is over, or the client stopped or went away):
 the pump is cancelled — inside the source's context, or followed by its ``aclose()`` or
@@ -38,7 +40,7 @@ from chunkbridge.gateway.errors import UpstreamError
 from chunkbridge.gateway.transports.base import UpstreamEnded
 from chunkbridge.kit import AGENT_ERROR
 
-__all__ = ["CLOSE_TIMEOUT", "EventSource", "SourceFailed", "check_source"]
+__all__ = ["CLOSE_TIMEOUT", "EventSource", "SourceFailed", "check_source", "opens_later"]
 
 #: Seconds a closing source gets to stop (a Stop or a disconnect closes it within them).
 CLOSE_TIMEOUT = 1.0
@@ -63,17 +65,27 @@ class SourceFailed(UpstreamError):
 
 def check_source(events: Any) -> None:
     """Raise :class:`TypeError` at once for what no source can be (an app's bug)."""
+    if not (_is_source(events) or opens_later(events)):
+        raise TypeError(
+            f"events must be an async iterable of events (or an awaitable or async context "
+            f"manager of one, or a callable returning one), not {type(events).__name__}"
+        )
+
+
+def opens_later(events: Any) -> bool:
+    """``events`` is a callable that opens the source (no source itself: an async context
+    manager made by ``contextlib.asynccontextmanager`` is callable too, and is a source)."""
+    return callable(events) and not _is_source(events)
+
+
+def _is_source(events: Any) -> bool:
     kind = type(events)
-    if not (
+    return (
         inspect.isawaitable(events)
         or hasattr(kind, "__aiter__")
         or hasattr(kind, "__aenter__")
         or hasattr(kind, "__iter__")
-    ) or isinstance(events, str | bytes | dict):
-        raise TypeError(
-            f"events must be an async iterable of events (or an awaitable or async context "
-            f"manager of one), not {kind.__name__}"
-        )
+    ) and not isinstance(events, str | bytes | dict)
 
 
 class EventSource:
@@ -151,6 +163,10 @@ class EventSource:
         self._pumping = True
         try:
             events = self._events
+            if opens_later(events):
+                events = events()
+                if not _is_source(events):  # (the app's bug: said in the log)
+                    raise TypeError(f"events() returned {type(events).__name__}, no source")
             if inspect.isawaitable(events):
                 events = await events
             if hasattr(type(events), "__aenter__"):
@@ -226,8 +242,11 @@ async def _close(source: Any) -> None:
 
 async def _discard(events: Any) -> None:
     """What a turn that ended before reading was given: a coroutine closed unawaited (its
-    request never sent), an iterator closed, a context manager left unentered."""
+    request never sent), an iterator closed (an SDK's stream that is a context manager too:
+    its response is open), a context manager that is only that left unentered, a callable
+    never called."""
+    kind = type(events)
     if inspect.iscoroutine(events):
         events.close()
-    elif not hasattr(type(events), "__aenter__"):
+    elif hasattr(kind, "__aiter__") or not (hasattr(kind, "__aenter__") or opens_later(events)):
         await _close(events)

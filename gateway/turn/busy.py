@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from chunkbridge.gateway.config import GatewayConfig
-from chunkbridge.gateway.errors import QueueFull, ServiceUnavailable, StaleTurn
+from chunkbridge.gateway.errors import QueueFull, ServiceUnavailable, StaleTurn, TurnInProgress
 from chunkbridge.gateway.metrics import Metrics
 from chunkbridge.gateway.stores import Stores, StoreUnavailable
 from chunkbridge.gateway.stores.base import Key, Line
@@ -222,16 +222,23 @@ def seat_of(gateway: BusyGateway, key: Key, member: str) -> Seat:
 
 
 async def line_up(
-    gateway: BusyGateway, request: ChatRequest, session_id: str
+    gateway: BusyGateway,
+    request: ChatRequest,
+    session_id: str,
+    *,
+    steerable: bool | None = None,
+    may_wait: bool = True,
 ) -> Seat | Queued | None:
     """Under ``queue``, ``interrupt`` or ``steer``, a new user message's place: a seat (it runs
     now), or :class:`Queued`; ``None`` where the policy does not apply (``reject``, not a new
     user message, no chat id, resume off): today's path. :class:`QueueFull` when the line is
-    full."""
+    full. ``steerable``: whether the message may steer (``None``: as the gateway's turns can);
+    ``may_wait=False``: it runs now or not at all (:class:`TurnInProgress`; it never joins the
+    line, so nothing is interrupted)."""
     config, resume = gateway.config, gateway.stores.resume
     if config.busy == "reject" or resume is None or not request.id or not eligible(request):
         return None
-    kind = wait_kind(config.busy, gateway.steerable)
+    kind = wait_kind(config.busy, gateway.steerable if steerable is None else steerable)
     assert kind is not None
     user, run_id = request.messages[-1].id, uuid.uuid4().hex
     member = f"{getattr(resume, 'instance', 'local')}:{uuid.uuid4().hex[:12]}"
@@ -239,13 +246,16 @@ async def line_up(
     waiter = Waiter(member, kind, user, request.id, steer)
     limit, key = config.max_turns_per_session, (session_id, request.id)
     try:
-        entry = await gateway.line.enter(session_id, waiter, limit, config.queue_max)
+        queue_max = config.queue_max if may_wait else 0
+        entry = await gateway.line.enter(session_id, waiter, limit, queue_max)
     except StoreUnavailable as exc:  # the local rule still holds (today's path)
         gateway.log.warning("busy.line_unavailable", error=str(exc)[:200])
         return None
     if isinstance(entry, Admitted):
         return seat_of(gateway, key, member)
     if not isinstance(entry, Waiting):
+        if not may_wait:
+            raise TurnInProgress(detail="it may not wait")
         gateway.metrics.busy.labels("full").inc()
         raise QueueFull(detail=f"{config.queue_max} waiting")
     gateway.metrics.busy.labels("queued").inc()

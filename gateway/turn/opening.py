@@ -65,6 +65,7 @@ __all__ = [
     "connect",
     "delivered",
     "hold_seat",
+    "note_answer",
     "resume_prefix",
 ]
 
@@ -367,13 +368,16 @@ def assemble(
     )
     if admission.checkpoints is not None:  # (its position is in the log's bytes)
         admission.checkpoints.log = run.chunk_log  # type: ignore[assignment]
-    if request.id:  # the chat's newest answer (what expectedTurnId is compared with)
+    note_answer(gateway, admission.seat, request, message_id)
+    return run
+
+
+def note_answer(gateway: Gateway, seat: Seat, request: ChatRequest, message_id: str) -> None:
+    """The chat's newest answer, ``message_id`` (what ``expectedTurnId`` is compared with)."""
+    if request.id:
         user = request.latest_user_message()
         ttl = gateway.config.total_timeout + gateway.config.resume_ttl
-        gateway.line.note_answer(
-            admission.seat.key, message_id, user.message_id if user else "", ttl
-        )
-    return run
+        gateway.line.note_answer(seat.key, message_id, user.message_id if user else "", ttl)
 
 
 def _turn(

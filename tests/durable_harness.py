@@ -34,6 +34,7 @@ from tests.agent_responses import answer
 from tests.conftest import ROOT
 from tests.gateway_harness import app_thread, free_port, sse_response
 from tests.helpers import decode_sse
+from tests.test_gateway_process import START_WAIT
 
 SERVER = ROOT / "tests" / "mcp" / "durable_server.py"
 #: The final step's answer, streamed a word at a time.
@@ -135,7 +136,7 @@ class Cluster:
             env=env,
             cwd=ROOT,
         )
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + START_WAIT
         while time.monotonic() < deadline:
             if instance.proc.poll() is not None:
                 raise RuntimeError(f"serve exited: {self.collect(instance)}")

@@ -28,6 +28,9 @@ from tests.helpers import decode_sse, types
 pytestmark = pytest.mark.slow  # long: its file runs first (tests/conftest.py)
 
 ROOT = Path(__file__).resolve().parents[1]
+#: Longest wait for a process to be ready: a loaded 2-core machine (other workers starting
+#: theirs, Node and Chromium beside them) has taken over 20 s.
+START_WAIT = 40
 FIXTURES = ROOT / "fixtures"
 
 
@@ -48,7 +51,7 @@ def process(
         cwd=ROOT,
     )
     try:
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + START_WAIT
         while time.monotonic() < deadline:
             if proc.poll() is not None:
                 raise RuntimeError(f"{args[0]} exited: {proc.stdout.read() if proc.stdout else ''}")

@@ -198,8 +198,13 @@ def driven(servers: dict[str, str]) -> Observed:
         "busyDemo": {"api": servers["busyDemo"]},
     }
     started = time.time() - 1  # file times may trail the clock by a tick
+    return Observed(page_script("e2e/run.mjs", config), started)
+
+
+def page_script(script: str, config: dict[str, Any]) -> Any:
+    """A Node script of the example driving Chromium: what its last output line says."""
     run = subprocess.run(
-        ["node", "e2e/run.mjs", json.dumps(config)],
+        ["node", script, json.dumps(config)],
         cwd=APP,
         capture_output=True,
         text=True,
@@ -207,7 +212,7 @@ def driven(servers: dict[str, str]) -> Observed:
         env={**os.environ, "CHROMIUM_PATH": CHROMIUM},
     )
     assert run.returncode == 0, run.stderr
-    return Observed(json.loads(run.stdout.strip().splitlines()[-1]), started)
+    return json.loads(run.stdout.strip().splitlines()[-1])
 
 
 @pytest.fixture

@@ -31,7 +31,7 @@ from tests.conftest import require
 from tests.gateway_harness import app_thread, free_port
 from tests.helpers import result_of
 from tests.provider_server import Script, ScriptedProvider, recording
-from tests.test_e2e_browser import APP, ARTIFACTS, BUILDS, CHROMIUM, build_app, missing
+from tests.test_e2e_browser import APP, ARTIFACTS, BUILDS, build_app, missing, page_script
 
 EXAMPLE = APP.parent / "fastapi-app"
 SESSION = "e2e-fastapi"
@@ -126,16 +126,7 @@ def driven(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Observed]:
         with example_app(free_port(), env, work) as origin:
             built.result()
             config = {"origin": origin, "session": SESSION, "artifacts": str(ARTIFACTS)}
-            run = subprocess.run(
-                ["node", "e2e/fastapi_app.mjs", json.dumps(config)],
-                cwd=APP,
-                capture_output=True,
-                text=True,
-                timeout=180,
-                env={**os.environ, "CHROMIUM_PATH": CHROMIUM},
-            )
-            assert run.returncode == 0, run.stderr
-            seen = json.loads(run.stdout.strip().splitlines()[-1])
+            seen = page_script("e2e/fastapi_app.mjs", config)
             yield Observed(seen, provider, work / "chats.sqlite3")
 
 

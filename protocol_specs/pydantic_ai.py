@@ -30,7 +30,15 @@ the first event                       ``start``, ``start-step``
                                       ``builtin-tool-call`` / ``-return`` → the same with
                                       ``providerExecuted`` (the model provider ran it), the
                                       return as ``tool-output-available`` or, for an error
-                                      outcome, ``tool-output-error``; other part kinds (files,
+                                      outcome, ``tool-output-error``; their fields pydantic-ai
+                                      sends back to that provider in ``providerMetadata
+                                      {pydanticAi}``: the call's ``id``, ``providerName``,
+                                      ``providerDetails``, ``toolKind`` on
+                                      ``tool-input-available`` (``callProviderMetadata``, every
+                                      major), the return's details and a provider or kind
+                                      other than the call's on its output chunk
+                                      (``resultProviderMetadata``: ai 6 and 7 only, so what
+                                      both share rides on the call); other part kinds (files,
                                       compaction, speech) → the unknown-event policy
                                       (``data-part-<kind>``)
 a part event after tool events        the model is called again: ``finish-step``,
@@ -63,8 +71,10 @@ tools, capabilities, settings         bookkeeping is not the answer
 other event kinds                     the unknown-event policy (``data-<event_kind>``)
 ====================================  ============================================================
 
-What is lost: part ``id``/``provider_details`` of text parts, citations, and the run's output
-object (the stream already showed it as text or as the output tool's call).
+What is lost: part ``id``/``provider_details`` of text parts, ``provider_details`` of thinking
+parts, citations, a native return's own ``provider_details`` at ai 5 (its output keeps no
+metadata there), and the run's output object (the stream already showed it as text or as the
+output tool's call).
 
 The request side (``history.py`` of the dialect): the ``UIMessage`` history → pydantic-ai's
 ``ModelMessage`` list for ``message_history`` (user text and files, system text, each assistant

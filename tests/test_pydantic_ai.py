@@ -64,6 +64,17 @@ def test_what_the_goldens_show() -> None:
         {"done": 1, "total": 2},
         {"done": 2, "total": 2},
     ]
+    (searched,) = of_type(chunks("native-tool"), "tool-input-available")
+    assert searched["providerExecuted"] is True
+    assert searched["providerMetadata"] == {
+        "pydanticAi": {
+            "id": "ws_1",
+            "providerName": "function",
+            "providerDetails": {"status": "completed"},
+        }
+    }
+    (found,) = of_type(chunks("native-tool"), "tool-output-available")
+    assert "providerMetadata" not in found  # the golden is for ai 5: no metadata on an output
     finish = chunks("plain-text")[-1]
     assert finish["messageMetadata"] == {
         "model": "scripted",

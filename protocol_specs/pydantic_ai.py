@@ -35,10 +35,10 @@ the first event                       ``start``, ``start-step``
                                       {pydanticAi}``: the call's ``id``, ``providerName``,
                                       ``providerDetails``, ``toolKind`` on
                                       ``tool-input-available`` (``callProviderMetadata``, every
-                                      major), the return's details and a provider or kind
-                                      other than the call's on its output chunk
-                                      (``resultProviderMetadata``: ai 6 and 7 only, so what
-                                      both share rides on the call); other part kinds (files,
+                                      major), the return's where they differ from the
+                                      call's (``null``: the return lacks one) on its output
+                                      chunk (``resultProviderMetadata``: ai 6 and 7 only, so
+                                      what both share rides on the call); other part kinds (files,
                                       compaction, speech) → the unknown-event policy
                                       (``data-part-<kind>``)
 a part event after tool events        the model is called again: ``finish-step``,
@@ -72,9 +72,9 @@ other event kinds                     the unknown-event policy (``data-<event_ki
 ====================================  ============================================================
 
 What is lost: part ``id``/``provider_details`` of text parts, ``provider_details`` of thinking
-parts, citations, a native return's own ``provider_details`` at ai 5 (its output keeps no
-metadata there), and the run's output object (the stream already showed it as text or as the
-output tool's call).
+parts, citations, at ai 5 a native return's fields where they differ from its call's (its
+output keeps no metadata there: the return comes back with its call's), and the run's output
+object (the stream already showed it as text or as the output tool's call).
 
 The request side (``history.py`` of the dialect): the ``UIMessage`` history → pydantic-ai's
 ``ModelMessage`` list for ``message_history`` (user text and files, system text, each assistant

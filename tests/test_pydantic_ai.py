@@ -22,7 +22,7 @@ from chunkbridge.gateway.devtools.library_recording import library_sse
 from chunkbridge.protocol_specs.chat_request import ChatRequest
 from chunkbridge.translators.dialects.pydantic_ai import agent_input
 from tests.gateway_harness import uvicorn_server
-from tests.helpers import chat_reply, decode_sse, new_turn, of_type
+from tests.helpers import chat_reply, decode_sse, new_turn, of_type, to_sse, translate
 from tests.library_runs import check_live_run
 from tests.pydantic_ai_agents import DEFERRING, SCENARIOS
 
@@ -104,6 +104,67 @@ def test_unknown_and_malformed_events_follow_the_policy() -> None:
         "part_start: 'tool_call_id' must be a string",
     ]
     assert kinds[-1] == "finish" and turn.finish_reason == "stop"
+
+
+@pytest.mark.conformance
+def test_a_native_return_carries_only_what_differs_from_its_call(real_clients: Any) -> None:
+    """What a native call and its return share rides on the call's ``tool-input-available``
+    (every major keeps it); the return's output chunk says only where it differs (ai 6 and 7
+    keep that), ``null`` where the return lacks what its call has. Each major's client takes
+    its answer and keeps the call's metadata on the part."""
+
+    def search(call_id: str, **returned: Any) -> list[dict[str, Any]]:
+        call = {
+            "part_kind": "builtin-tool-call",
+            "tool_name": "code_execution",
+            "tool_call_id": call_id,
+            "args": {"code": "1+1"},
+            "provider_name": "anthropic",
+            "provider_details": {"tool": "bash"},
+        }
+        answer = {
+            "part_kind": "builtin-tool-return",
+            "tool_name": "code_execution",
+            "tool_call_id": call_id,
+            "content": "2",
+            "outcome": "success",
+            **returned,
+        }
+        return [
+            {"event_kind": "part_start", "index": 0, "part": call},
+            {"event_kind": "part_end", "index": 0, "part": call},
+            {"event_kind": "part_start", "index": 1, "part": answer},
+        ]
+
+    same = {"provider_name": "anthropic", "provider_details": {"tool": "bash"}}
+    events = [
+        *search("x1", **same),
+        *search("x2", provider_name="anthropic"),
+        *search("x3", **{**same, "provider_name": "other", "tool_kind": "tool-search"}),
+    ]
+    call_meta = {"pydanticAi": {"providerName": "anthropic", "providerDetails": {"tool": "bash"}}}
+    results = [
+        None,
+        {"pydanticAi": {"providerDetails": None}},
+        {"pydanticAi": {"providerName": "other", "toolKind": "tool-search"}},
+    ]
+    bodies = []
+    for target in (5, 6, 7):
+        chunks, _ = translate(DIALECT, events, target=target)
+        calls = of_type(chunks, "tool-input-available")
+        assert [c["providerMetadata"] for c in calls] == [call_meta] * 3
+        outputs = of_type(chunks, "tool-output-available")
+        assert all(o["providerExecuted"] is True for o in outputs)
+        kept = [o.get("providerMetadata") for o in outputs]
+        assert kept == ([None] * 3 if target == 5 else results)  # ai 5 declares none there
+        bodies.append(to_sse(chunks))
+    for target, body in zip((5, 6, 7), bodies, strict=True):
+        verdict = real_clients.check(body, majors=(target,))[target]
+        assert verdict.ok, verdict.fatal
+        parts = verdict.parts("tool-code_execution")
+        assert [p["callProviderMetadata"] for p in parts] == [call_meta] * 3
+        kept = [p.get("resultProviderMetadata") for p in parts]
+        assert kept == ([None] * 3 if target == 5 else results)
 
 
 def test_a_run_that_raised_before_any_event_ends_with_its_error() -> None:

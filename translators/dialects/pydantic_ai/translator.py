@@ -71,6 +71,10 @@ def _args_text(args: Any) -> str | None:
     return json_text(args)
 
 
+#: A native return's fields (a return has no ``id`` of its own).
+_RETURN_FIELDS = ("providerName", "providerDetails", "toolKind")
+
+
 def _native_fields(part: Any) -> dict[str, Any]:
     """A native (provider-run) call's or return's fields that pydantic-ai sends back to the
     provider that made them: the call's ``id``, the provider's name and details, the typed
@@ -251,15 +255,12 @@ class PydanticAiTranslator(LibraryTranslator):
         return out
 
     def _return_metadata(self, part: Any) -> dict[str, Any] | None:
-        """The native return's fields that its call's metadata does not already say: its
-        provider details, and a provider or kind other than the call's. An ai 5 client keeps no
-        metadata of an output (spec §4.1), so what they have in common rides on the call."""
+        """The native return's fields where they differ from its call's (``null``: the return
+        lacks one its call has). A return shares its call's as a rule, and an ai 5 client keeps
+        no metadata of an output (spec §4.1): what the two share rides on the call."""
         call = self._native_calls.pop(_call_id(part), {})
-        fields = {
-            key: value
-            for key, value in _native_fields(part).items()
-            if key == "providerDetails" or call.get(key) != value
-        }
+        own = _native_fields(part)
+        fields = {key: own.get(key) for key in _RETURN_FIELDS if own.get(key) != call.get(key)}
         return {spec.PROVIDER: fields} if fields else None
 
     def _part_fields(self, part: Any) -> dict[str, Any]:

@@ -78,9 +78,12 @@ object (the stream already showed it as text or as the output tool's call).
 
 The request side (``history.py`` of the dialect): the ``UIMessage`` history → pydantic-ai's
 ``ModelMessage`` list for ``message_history`` (user text and files, system text, each assistant
-step as a ``ModelResponse`` with its text, thinking and tool calls, then a ``ModelRequest`` with
-the answered calls' returns), and the app's answers to the last step's deferred calls
-(approvals, external results) as ``DeferredToolResults``.
+step as a ``ModelResponse`` with its text, thinking, tool calls and the provider-run calls with
+their returns — pydantic-ai sends those back to the provider that ran them —, then a
+``ModelRequest`` with the answered calls' returns), and the app's answers to the last step's
+deferred calls (approvals, external results) as ``DeferredToolResults``. The parts' fields are
+read from ``providerMetadata {pydanticAi}`` or, for a chat stored by pydantic-ai's own
+``VercelAIAdapter``, from its ``{pydantic_ai}`` form (:data:`ADAPTER_KEYS`).
 """
 
 from __future__ import annotations
@@ -88,6 +91,8 @@ from __future__ import annotations
 from typing import Final
 
 __all__ = [
+    "ADAPTER_KEYS",
+    "ADAPTER_PROVIDER",
     "ERROR_OUTCOMES",
     "FINISH_REASONS",
     "IGNORED_EVENTS",
@@ -98,6 +103,20 @@ __all__ = [
 
 #: The key of pydantic-ai's entries in ``providerMetadata``.
 PROVIDER: Final = "pydanticAi"
+
+#: The key pydantic-ai's own ``VercelAIAdapter`` stores a part's fields under
+#: (``pydantic_ai.ui.vercel_ai._utils.PROVIDER_METADATA_KEY``), read back so that a chat it stored
+#: goes on through this dialect.
+ADAPTER_PROVIDER: Final = "pydantic_ai"
+
+#: Our ``providerMetadata`` keys → the adapter's (snake_case, the parts' own field names).
+ADAPTER_KEYS: Final = {
+    "signature": "signature",
+    "id": "id",
+    "providerName": "provider_name",
+    "providerDetails": "provider_details",
+    "toolKind": "tool_kind",
+}
 
 #: ``event_kind`` values the translator has a handler for (the run's own vocabulary).
 RUN_EVENTS: Final = frozenset(

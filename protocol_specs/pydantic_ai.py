@@ -30,7 +30,15 @@ the first event                       ``start``, ``start-step``
                                       ``builtin-tool-call`` / ``-return`` → the same with
                                       ``providerExecuted`` (the model provider ran it), the
                                       return as ``tool-output-available`` or, for an error
-                                      outcome, ``tool-output-error``; other part kinds (files,
+                                      outcome, ``tool-output-error``; their fields pydantic-ai
+                                      sends back to that provider in ``providerMetadata
+                                      {pydanticAi}``: the call's ``id``, ``providerName``,
+                                      ``providerDetails``, ``toolKind`` on
+                                      ``tool-input-available`` (``callProviderMetadata``, every
+                                      major), the return's where they differ from the
+                                      call's (``null``: the return lacks one) on its output
+                                      chunk (``resultProviderMetadata``: ai 6 and 7 only, so
+                                      what both share rides on the call); other part kinds (files,
                                       compaction, speech) → the unknown-event policy
                                       (``data-part-<kind>``)
 a part event after tool events        the model is called again: ``finish-step``,
@@ -63,14 +71,19 @@ tools, capabilities, settings         bookkeeping is not the answer
 other event kinds                     the unknown-event policy (``data-<event_kind>``)
 ====================================  ============================================================
 
-What is lost: part ``id``/``provider_details`` of text parts, citations, and the run's output
+What is lost: part ``id``/``provider_details`` of text parts, ``provider_details`` of thinking
+parts, citations, at ai 5 a native return's fields where they differ from its call's (its
+output keeps no metadata there: the return comes back with its call's), and the run's output
 object (the stream already showed it as text or as the output tool's call).
 
 The request side (``history.py`` of the dialect): the ``UIMessage`` history → pydantic-ai's
 ``ModelMessage`` list for ``message_history`` (user text and files, system text, each assistant
-step as a ``ModelResponse`` with its text, thinking and tool calls, then a ``ModelRequest`` with
-the answered calls' returns), and the app's answers to the last step's deferred calls
-(approvals, external results) as ``DeferredToolResults``.
+step as a ``ModelResponse`` with its text, thinking, tool calls and the provider-run calls with
+their returns — pydantic-ai sends those back to the provider that ran them —, then a
+``ModelRequest`` with the answered calls' returns), and the app's answers to the last step's
+deferred calls (approvals, external results) as ``DeferredToolResults``. The parts' fields are
+read from ``providerMetadata {pydanticAi}`` or, for a chat stored by pydantic-ai's own
+``VercelAIAdapter``, from its ``{pydantic_ai}`` form (:data:`ADAPTER_KEYS`).
 """
 
 from __future__ import annotations
@@ -78,6 +91,8 @@ from __future__ import annotations
 from typing import Final
 
 __all__ = [
+    "ADAPTER_KEYS",
+    "ADAPTER_PROVIDER",
     "ERROR_OUTCOMES",
     "FINISH_REASONS",
     "IGNORED_EVENTS",
@@ -88,6 +103,20 @@ __all__ = [
 
 #: The key of pydantic-ai's entries in ``providerMetadata``.
 PROVIDER: Final = "pydanticAi"
+
+#: The key pydantic-ai's own ``VercelAIAdapter`` stores a part's fields under
+#: (``pydantic_ai.ui.vercel_ai._utils.PROVIDER_METADATA_KEY``), read back so that a chat it stored
+#: goes on through this dialect.
+ADAPTER_PROVIDER: Final = "pydantic_ai"
+
+#: Our ``providerMetadata`` keys → the adapter's (snake_case, the parts' own field names).
+ADAPTER_KEYS: Final = {
+    "signature": "signature",
+    "id": "id",
+    "providerName": "provider_name",
+    "providerDetails": "provider_details",
+    "toolKind": "tool_kind",
+}
 
 #: ``event_kind`` values the translator has a handler for (the run's own vocabulary).
 RUN_EVENTS: Final = frozenset(

@@ -1,18 +1,18 @@
 """Real pydantic-ai agents for the ``pydantic-ai`` dialect's tests and recordings: a
-``FunctionModel`` scripted per scenario (no network), the agent's own tools, approvals,
-deferred calls, structured output and custom events: ``SCENARIOS[name].run()`` is what an app
-hands chunkbridge."""
+``FunctionModel`` scripted per scenario (no network), the agent's own tools, a tool the model
+provider runs, approvals, deferred calls, structured output and custom events:
+``SCENARIOS[name].run()`` is what an app hands chunkbridge."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pydantic import BaseModel
 from pydantic_ai import Agent, CustomEvent, ModelRetry, RunContext
 from pydantic_ai.exceptions import CallDeferred
-from pydantic_ai.messages import ModelMessage
+from pydantic_ai.messages import ModelMessage, NativeToolCallPart, NativeToolReturnPart
 from pydantic_ai.models.function import AgentInfo, DeltaThinkingPart, DeltaToolCall, FunctionModel
 from pydantic_ai.tools import DeferredToolRequests
 from pydantic_ai.usage import UsageLimits
@@ -28,6 +28,25 @@ def _prompt(messages: list[ModelMessage]) -> str:
             if part.part_kind == "user-prompt" and isinstance(part.content, str):
                 return part.content
     return ""
+
+
+#: A web search the model provider runs: what pydantic-ai sends back to that provider with the
+#: next run's history (the call's item id, the provider's name and details of both parts).
+SEARCH_CALL = NativeToolCallPart(
+    tool_name="web_search",
+    args={"query": "paris"},
+    tool_call_id="ws_1",
+    id="ws_1",
+    provider_name="function",
+    provider_details={"status": "completed"},
+)
+SEARCH_RETURN = NativeToolReturnPart(
+    tool_name="web_search",
+    content=[{"url": "https://paris.example", "title": "Paris"}],
+    tool_call_id="ws_1",
+    provider_name="function",
+    provider_details={"sources": 1},
+)
 
 
 async def _model(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[Any]:
@@ -82,6 +101,10 @@ async def _model(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator
         yield " 終"
     elif word == "broken":
         yield {0: DeltaToolCall(name="get_weather", json_args='{"city": "Par', tool_call_id="c10")}
+    elif word == "search":
+        yield {0: replace(SEARCH_CALL)}  # copies: the run keeps the parts it is given
+        yield {1: replace(SEARCH_RETURN)}
+        yield "Found it."
     elif word == "loop":
         yield {0: DeltaToolCall(name="get_time", json_args='{"zone": "UTC"}', tool_call_id="c11")}
     else:
@@ -172,5 +195,6 @@ SCENARIOS: dict[str, Scenario] = {
     "custom-events": Scenario(AGENT, "progress"),
     "unicode-and-large-delta": Scenario(AGENT, "unicode"),
     "invalid-tool-arguments": Scenario(AGENT, "broken args"),
+    "native-tool": Scenario(AGENT, "search paris"),
     "usage-limit": Scenario(AGENT, "loop", {"usage_limits": UsageLimits(request_limit=1)}),
 }

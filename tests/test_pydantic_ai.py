@@ -1,17 +1,22 @@
 """pydantic-ai: a real agent (``FunctionModel`` scripted per scenario, no network) streamed
 in-process through the ``pydantic-ai`` dialect; its recordings are what the live agent emits now,
 the live objects and their recordings give the same bytes, the real ai 5/6/7 chats take the
-answers and send the conversation back through :func:`agent_input`."""
+answers and send the conversation back through :func:`agent_input` — with the calls the model
+provider ran, and with a chat that pydantic-ai's own ``VercelAIAdapter`` stored."""
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.ui.vercel_ai import VercelAIAdapter
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -22,9 +27,9 @@ from chunkbridge.gateway.devtools.library_recording import library_sse
 from chunkbridge.protocol_specs.chat_request import ChatRequest
 from chunkbridge.translators.dialects.pydantic_ai import agent_input
 from tests.gateway_harness import uvicorn_server
-from tests.helpers import chat_reply, decode_sse, new_turn, of_type
+from tests.helpers import chat_reply, decode_sse, new_turn, of_type, to_sse, translate
 from tests.library_runs import check_live_run
-from tests.pydantic_ai_agents import DEFERRING, SCENARIOS
+from tests.pydantic_ai_agents import AGENT, DEFERRING, MODEL, SCENARIOS
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "pydantic-ai"
 DIALECT = "pydantic-ai"
@@ -64,6 +69,17 @@ def test_what_the_goldens_show() -> None:
         {"done": 1, "total": 2},
         {"done": 2, "total": 2},
     ]
+    (searched,) = of_type(chunks("native-tool"), "tool-input-available")
+    assert searched["providerExecuted"] is True
+    assert searched["providerMetadata"] == {
+        "pydanticAi": {
+            "id": "ws_1",
+            "providerName": "function",
+            "providerDetails": {"status": "completed"},
+        }
+    }
+    (found,) = of_type(chunks("native-tool"), "tool-output-available")
+    assert "providerMetadata" not in found  # the golden is for ai 5: no metadata on an output
     finish = chunks("plain-text")[-1]
     assert finish["messageMetadata"] == {
         "model": "scripted",
@@ -95,6 +111,67 @@ def test_unknown_and_malformed_events_follow_the_policy() -> None:
     assert kinds[-1] == "finish" and turn.finish_reason == "stop"
 
 
+@pytest.mark.conformance
+def test_a_native_return_carries_only_what_differs_from_its_call(real_clients: Any) -> None:
+    """What a native call and its return share rides on the call's ``tool-input-available``
+    (every major keeps it); the return's output chunk says only where it differs (ai 6 and 7
+    keep that), ``null`` where the return lacks what its call has. Each major's client takes
+    its answer and keeps the call's metadata on the part."""
+
+    def search(call_id: str, **returned: Any) -> list[dict[str, Any]]:
+        call = {
+            "part_kind": "builtin-tool-call",
+            "tool_name": "code_execution",
+            "tool_call_id": call_id,
+            "args": {"code": "1+1"},
+            "provider_name": "anthropic",
+            "provider_details": {"tool": "bash"},
+        }
+        answer = {
+            "part_kind": "builtin-tool-return",
+            "tool_name": "code_execution",
+            "tool_call_id": call_id,
+            "content": "2",
+            "outcome": "success",
+            **returned,
+        }
+        return [
+            {"event_kind": "part_start", "index": 0, "part": call},
+            {"event_kind": "part_end", "index": 0, "part": call},
+            {"event_kind": "part_start", "index": 1, "part": answer},
+        ]
+
+    same = {"provider_name": "anthropic", "provider_details": {"tool": "bash"}}
+    events = [
+        *search("x1", **same),
+        *search("x2", provider_name="anthropic"),
+        *search("x3", **{**same, "provider_name": "other", "tool_kind": "tool-search"}),
+    ]
+    call_meta = {"pydanticAi": {"providerName": "anthropic", "providerDetails": {"tool": "bash"}}}
+    results = [
+        None,
+        {"pydanticAi": {"providerDetails": None}},
+        {"pydanticAi": {"providerName": "other", "toolKind": "tool-search"}},
+    ]
+    bodies = []
+    for target in (5, 6, 7):
+        chunks, _ = translate(DIALECT, events, target=target)
+        calls = of_type(chunks, "tool-input-available")
+        assert [c["providerMetadata"] for c in calls] == [call_meta] * 3
+        outputs = of_type(chunks, "tool-output-available")
+        assert all(o["providerExecuted"] is True for o in outputs)
+        kept = [o.get("providerMetadata") for o in outputs]
+        assert kept == ([None] * 3 if target == 5 else results)  # ai 5 declares none there
+        bodies.append(to_sse(chunks))
+    for target, body in zip((5, 6, 7), bodies, strict=True):
+        verdict = real_clients.check(body, majors=(target,))[target]
+        assert verdict.ok, verdict.fatal
+        parts = verdict.parts("tool-code_execution")
+        assert [p["callProviderMetadata"] for p in parts] == [call_meta] * 3
+        kept = [p.get("resultProviderMetadata") for p in parts]
+        assert kept == ([None] * 3 if target == 5 else results)
+
+
 def test_a_run_that_raised_before_any_event_ends_with_its_error() -> None:
     turn = new_turn(DIALECT)
     out = turn.feed({"chunkbridge": "error", "error": "ModelHTTPError", "message": ""})
@@ -105,14 +182,23 @@ def test_a_run_that_raised_before_any_event_ends_with_its_error() -> None:
 # -- the request side: the chat's history as the agent's ---------------------------------------
 
 
+def _fields(part: Any) -> dict[str, Any]:
+    """Every field of a part but its time."""
+    fields = dataclasses.fields(part)
+    return {f.name: getattr(part, f.name) for f in fields if f.name != "timestamp"}
+
+
 def _shape(messages: list[ModelMessage]) -> list[tuple[str, list[tuple[Any, ...]]]]:
-    """What a model sees of a history: each message's kind and its parts' contents."""
+    """What a model sees of a history: each message's kind and its parts' contents (a native
+    call or return: every field, which pydantic-ai sends back to the provider that ran it)."""
     out = []
     for message in messages:
         parts = []
         for part in message.parts:
             kind = part.part_kind
-            if kind in ("tool-call",):
+            if kind in ("builtin-tool-call", "builtin-tool-return"):
+                parts.append((kind, _fields(part)))
+            elif kind in ("tool-call",):
                 parts.append((kind, part.tool_name, part.args_as_dict(), part.tool_call_id))
             elif kind == "tool-return":
                 # The UI has one error state: a retried call comes back as a failed one (both
@@ -120,7 +206,7 @@ def _shape(messages: list[ModelMessage]) -> list[tuple[str, list[tuple[Any, ...]
                 outcome = "failed" if part.outcome == "retried" else part.outcome
                 parts.append((kind, part.tool_name, part.content, part.tool_call_id, outcome))
             elif kind == "thinking":
-                parts.append((kind, part.content, part.signature))
+                parts.append((kind, part.content, part.signature, part.id, part.provider_name))
             else:
                 parts.append((kind, part.content))
         out.append((message.kind, parts))
@@ -128,20 +214,173 @@ def _shape(messages: list[ModelMessage]) -> list[tuple[str, list[tuple[Any, ...]
 
 
 @pytest.mark.conformance
-@pytest.mark.parametrize("name", ["reasoning-and-tool", "parallel-tools", "tool-retry"])
+@pytest.mark.parametrize(
+    "name", ["reasoning-and-tool", "parallel-tools", "tool-retry", "native-tool"]
+)
 async def test_the_ui_history_is_the_agents_own_history(real_clients: Any, name: str) -> None:
-    """The message the real ai 7 chat built of the answer, sent back, becomes the history the
-    agent itself kept of that run."""
+    """The message the real ai 7 chat built of the answer (for target 7), sent back, becomes
+    the history the agent itself kept of that run."""
     scenario = SCENARIOS[name]
     async with scenario.run() as events:
         async for _ in events:
             pass
         kept = events.all_messages()
-    body = await library_sse(DIALECT, scenario.run())
+    body = await library_sse(DIALECT, scenario.run(), target=7)
     message = real_clients.check(body, majors=(7,))[7].message
     user = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": scenario.prompt}]}
     request = ChatRequest.model_validate({"id": "c", "messages": [user, {**message, "id": "a1"}]})
     assert _shape(agent_input(request).message_history) == _shape(kept)
+
+
+def _user(text: str, message_id: str) -> dict[str, Any]:
+    return {"id": message_id, "role": "user", "parts": [{"type": "text", "text": text}]}
+
+
+async def _next_run_sees(chat: ChatRequest) -> list[ModelMessage]:
+    """What the model is given when the agent runs on the chat's history (``agent_input``)."""
+    received: list[list[ModelMessage]] = []
+    scripted = MODEL.stream_function
+    assert scripted is not None
+
+    async def listening(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[Any]:
+        received.append(list(messages))
+        async for item in scripted(messages, info):
+            yield item
+
+    agent = Agent(FunctionModel(stream_function=listening, model_name="scripted"))
+    async with agent.run_stream_events(message_history=agent_input(chat).message_history) as run:
+        async for _ in run:
+            pass
+    assert len(received) == 1
+    return received[0]
+
+
+async def _kept(*prompts: str) -> list[ModelMessage]:
+    """The history the scripted agent itself keeps of one run per prompt."""
+    kept: list[ModelMessage] = []
+    for prompt in prompts:
+        async with AGENT.run_stream_events(prompt, message_history=kept) as events:
+            async for _ in events:
+                pass
+            kept = events.all_messages()
+    return kept
+
+
+def _natives(messages: list[ModelMessage]) -> list[Any]:
+    return [p for m in messages for p in m.parts if p.part_kind.startswith("builtin-tool-")]
+
+
+@pytest.mark.conformance
+@pytest.mark.parametrize("major", [5, 6, 7])
+async def test_the_next_run_gets_the_providers_own_call_and_return(
+    real_clients: Any, major: int
+) -> None:
+    """The model provider ran a web search in the first run. The message the real chat of
+    ``major`` built of the answer, sent back with a new question, gives the next run's model
+    the search's call and return as the agent kept them — the call's item id, the provider's
+    name and details — for pydantic-ai to send them back to that provider. ai 5 keeps no
+    metadata of an output (spec §4.1): there the return has its call's fields, and so its
+    call's details rather than its own."""
+    scenario = SCENARIOS["native-tool"]
+    kept = await _kept(scenario.prompt)
+    body = await library_sse(DIALECT, scenario.run(), target=major)
+    verdict = real_clients.check(body, majors=(major,))[major]
+    assert verdict.ok, verdict.fatal
+    (tool,) = verdict.parts("tool-web_search")
+    assert tool["providerExecuted"] is True and tool["state"] == "output-available"
+    assert tool["callProviderMetadata"] == {
+        "pydanticAi": {
+            "id": "ws_1",
+            "providerName": "function",
+            "providerDetails": {"status": "completed"},
+        }
+    }
+    assert tool.get("resultProviderMetadata") == (
+        None if major == 5 else {"pydanticAi": {"providerDetails": {"sources": 1}}}
+    )
+    assert verdict.message is not None
+    answer = {**verdict.message, "id": "a1"}
+    messages = [_user(scenario.prompt, "u1"), answer, _user("and?", "u2")]
+    seen = await _next_run_sees(ChatRequest.model_validate({"id": "c", "messages": messages}))
+    request, response, question = seen
+    assert _shape([request]) == _shape(kept[:1])
+    assert [p.content for p in question.parts] == ["and?"]
+    assert [p.part_kind for p in response.parts] == [p.part_kind for p in kept[1].parts]
+    call, returned, text = response.parts
+    kept_call, kept_return, kept_text = kept[1].parts
+    assert _fields(call) == _fields(kept_call)
+    lost = {"provider_details": {"status": "completed"}} if major == 5 else {}
+    assert _fields(returned) == {**_fields(kept_return), **lost}
+    assert text.content == kept_text.content == "Found it."
+
+
+async def test_a_chat_the_adapter_stored_goes_on_with_its_signatures_and_native_calls() -> None:
+    """A chat an app stored through pydantic-ai's ``VercelAIAdapter`` (``dump_messages``: its
+    ``providerMetadata.pydantic_ai`` form, snake_case, a native call's and return's fields
+    under ``call_meta``/``return_meta``), continued through chunkbridge: the model gets the
+    thinking with its signature and the provider's search with its fields, as the agent kept
+    them."""
+    kept = await _kept("weather in Paris?", "search paris")
+    stored = [
+        m.model_dump(mode="json", by_alias=True, exclude_none=True)
+        for m in VercelAIAdapter.dump_messages(kept)
+    ]
+    reasoning = next(p for m in stored for p in m["parts"] if p["type"] == "reasoning")
+    assert reasoning["providerMetadata"] == {
+        "pydantic_ai": {"signature": "sig-1", "provider_name": "function"}
+    }
+    chat = ChatRequest.model_validate({"id": "c", "messages": [*stored, _user("and?", "u3")]})
+    seen = await _next_run_sees(chat)
+    assert _shape(seen[:-1]) == _shape(kept)
+    (thinking,) = [p for m in seen for p in m.parts if p.part_kind == "thinking"]
+    assert (thinking.signature, thinking.provider_name) == ("sig-1", "function")
+    assert [_fields(p) for p in _natives(seen)] == [_fields(p) for p in _natives(kept)]
+
+
+def test_the_fields_the_client_sent_back_are_checked_before_the_model_gets_them() -> None:
+    """``providerMetadata`` comes from the client: a field of the wrong type, a typed-part kind
+    pydantic-ai does not define, an adapter's ``call_meta`` that is no object are left out,
+    never a crash and never sent to the provider."""
+
+    def search(call_id: str, call_meta: Any, **more: Any) -> dict[str, Any]:
+        return {
+            "type": "tool-web_search",
+            "toolCallId": call_id,
+            "state": "output-available",
+            "input": {"query": "paris"},
+            "output": ["a"],
+            "providerExecuted": True,
+            "callProviderMetadata": call_meta,
+            **more,
+        }
+
+    bad = {"id": 5, "providerName": ["x"], "providerDetails": "x", "toolKind": "no-such-kind"}
+    theirs = {"call_meta": "x", "return_meta": {"provider_name": 1}, "provider_name": "openai"}
+    parts = [
+        {"type": "reasoning", "text": "hm", "providerMetadata": {"pydantic_ai": {"signature": 1}}},
+        search("ws_1", {"pydanticAi": bad}, resultProviderMetadata={"pydanticAi": "x"}),
+        search("ws_2", {"pydantic_ai": theirs}),
+        search("ws_3", "not metadata"),
+    ]
+    messages = [_user("search", "u1"), {"id": "a1", "role": "assistant", "parts": parts}]
+    chat = ChatRequest.model_validate({"id": "c", "messages": messages})
+    (_, response) = agent_input(chat).message_history
+    thinking, *natives = response.parts
+    assert (thinking.signature, thinking.id, thinking.provider_name) == (None, None, None)
+    seen = [
+        (p.part_kind, p.tool_call_id, getattr(p, "id", None), p.provider_name)
+        + (p.provider_details, p.tool_kind)
+        for p in natives
+    ]
+    assert seen == [
+        ("builtin-tool-call", "ws_1", None, None, None, None),
+        ("builtin-tool-return", "ws_1", None, None, None, None),
+        ("builtin-tool-call", "ws_2", None, "openai", None, None),
+        ("builtin-tool-return", "ws_2", None, None, None, None),
+        ("builtin-tool-call", "ws_3", None, None, None, None),
+        ("builtin-tool-return", "ws_3", None, None, None, None),
+    ]
+    assert [p.content for p in natives[1::2]] == [["a"]] * 3
 
 
 @pytest.mark.conformance

@@ -14,15 +14,18 @@ either side shows (docs/vercel-ai-adapter.md says why, and where the adapter is 
 * finish reason: the adapter passes the model's own (``FunctionModel`` reports none: no
   ``finishReason``); chunkbridge ``stop``, or ``tool-calls`` when the run waits for the app;
 * reasoning: the part's id (a fresh UUID / ``reasoning-1``) and the ``providerMetadata`` namespace
-  the signature rides in (``pydantic_ai`` snake_case / ``pydanticAi`` camelCase), each side
-  reading only its own back;
+  the signature rides in (``pydantic_ai`` snake_case / ``pydanticAi`` camelCase); chunkbridge
+  reads both back, the adapter only its own;
 * an approval at ai 5: the adapter drops it (the call stays ``input-available``); chunkbridge
   asks through its question form (an ``ask_user`` call ai 5 can answer);
 * arguments that are not JSON: the adapter's input is ``{"INVALID_JSON": raw}`` (announced as
   available at ai 5); chunkbridge's is the raw text, in a ``tool-input-error``, as the AI SDK's;
 * a call cut off by an error: ``Tool execution was interrupted by an error.`` / ``interrupted``;
-* a provider-executed tool: the adapter keeps its provider in ``callProviderMetadata`` and gives
-  it back to the model in the next run's history; chunkbridge does neither;
+* a provider-executed tool: both keep the call's fields (id, provider, details) in
+  ``callProviderMetadata``, each in its own form, and give the call and its return back to the
+  model in the next run's history; chunkbridge also keeps the return's own details (ai 6 and
+  7), and reads the adapter's form too, while the adapter reads only its own and refuses a
+  part with ``resultProviderMetadata`` (an ai 6/7 part field) outright;
 * the stream: ids, ``start.messageId`` on a continuation, where a resumed run puts the decided
   call's output (before / inside its first step), an unbalanced ``finish-step`` (adapter) when
   the run fails before its first step, the response headers.
@@ -51,7 +54,16 @@ from chunkbridge import UIStreamResponse, parse_chat_request
 from chunkbridge.translators.dialects.pydantic_ai import agent_input
 from tests.conformance.harness import MAJORS, RealClients, Verdict
 from tests.helpers import decode_sse
-from tests.vercel_adapter_agents import AGENTS, CASES, Case
+from tests.vercel_adapter_agents import (
+    ADAPTER_STORED,
+    ADAPTER_STREAMED,
+    AGENTS,
+    CASES,
+    CHUNKBRIDGE_AT_5,
+    CHUNKBRIDGE_AT_7,
+    Case,
+    then,
+)
 
 pytestmark = pytest.mark.conformance
 
@@ -243,9 +255,21 @@ def _cut_off_call(target: int, theirs: Parts, ours: Parts) -> None:
     assert ours[-1].pop("errorText") == "interrupted"
 
 
+def _search(message: dict[str, Any]) -> dict[str, Any]:
+    part: dict[str, Any] = message["parts"][1]
+    return part
+
+
 def _native_tool(target: int, theirs: Parts, ours: Parts) -> None:
-    assert theirs[1].pop("callProviderMetadata") == {"pydantic_ai": {"provider_name": "function"}}
-    assert "callProviderMetadata" not in ours[1]
+    """Both keep the search call's fields for the next run, each in its own form (the very
+    forms the history cases below send back); chunkbridge also the return's own details, where
+    they differ from the call's (ai 6 and 7 keep an output's metadata)."""
+    adapter_form = _search(ADAPTER_STREAMED)["callProviderMetadata"]
+    assert theirs[1].pop("callProviderMetadata") == adapter_form
+    our_form = _search(CHUNKBRIDGE_AT_5 if target == 5 else CHUNKBRIDGE_AT_7)
+    assert ours[1].pop("callProviderMetadata") == our_form["callProviderMetadata"]
+    if target > 5:
+        assert ours[1].pop("resultProviderMetadata") == our_form["resultProviderMetadata"]
 
 
 def _echoed(parts: Parts) -> list[str]:
@@ -253,30 +277,27 @@ def _echoed(parts: Parts) -> list[str]:
     return list(text["text"].splitlines())
 
 
-def _signature(read_by: str) -> Difference:
-    """A signature under one side's namespace: only that side gives it back to the model."""
-
-    def difference(target: int, theirs: Parts, ours: Parts) -> None:
-        line = "response thinking 'The user wants the weather.' signature="
-        their_lines, our_lines = _echoed(theirs), _echoed(ours)
-        signed = their_lines if read_by == ADAPTER else our_lines
-        unsigned = our_lines if read_by == ADAPTER else their_lines
-        assert line + "sig-1" in signed and line + "None" in unsigned
-        theirs[-1]["text"] = ours[-1]["text"]
-
-    return difference
+def _signature_in_our_form(target: int, theirs: Parts, ours: Parts) -> None:
+    """A signature in chunkbridge's namespace: only chunkbridge gives it back to the model."""
+    line = "response thinking 'The user wants the weather.' signature="
+    assert line + "None" in _echoed(theirs) and line + "sig-1" in _echoed(ours)
+    theirs[-1]["text"] = ours[-1]["text"]
 
 
-def _native_history(target: int, theirs: Parts, ours: Parts) -> None:
-    """The earlier provider-side search: the adapter gives it back to the model, chunkbridge
-    leaves it out (``agent_input``: provider-executed calls are not resent)."""
-    native = [
-        "response builtin-tool-call web_search n1 {'query': 'paris'}",
-        "response builtin-tool-return web_search n1 success [{'url': 'https://paris.example'}]",
+def _native_history_in_our_form(target: int, theirs: Parts, ours: Parts) -> None:
+    """The search in chunkbridge's form: the adapter gives the call and return back without
+    their fields (it reads only its own namespace), chunkbridge with them."""
+    search = "web_search ws_1 {'query': 'paris'}"
+    found = "web_search ws_1 success [{'url': 'https://paris.example', 'title': 'Paris'}]"
+    call, returned = f"response builtin-tool-call {search}", f"response builtin-tool-return {found}"
+    their_lines, our_lines = _echoed(theirs), _echoed(ours)
+    bare = [f"{call} provider=None id=None details=None", f"{returned} provider=None details=None"]
+    assert their_lines[1:3] == bare
+    assert our_lines[1:3] == [
+        f"{call} provider=function id=ws_1 details={{'status': 'completed'}}",
+        f"{returned} provider=function details={{'status': 'completed'}}",
     ]
-    their_lines = _echoed(theirs)
-    assert [line for line in their_lines if "builtin" in line] == native
-    assert _echoed(ours) == [line for line in their_lines if line not in native]
+    assert their_lines[:1] + their_lines[3:] == our_lines[:1] + our_lines[3:]
     theirs[-1]["text"] = ours[-1]["text"]
 
 
@@ -286,9 +307,8 @@ DIFFERENCES: dict[str, Difference] = {
     "invalid-tool-arguments": _invalid_arguments,
     "tool-exception": _cut_off_call,
     "native-tool": _native_tool,
-    "history-signature-adapter-form": _signature(ADAPTER),
-    "history-signature-chunkbridge-form": _signature(OURS),
-    "history-native-tool": _native_history,
+    "history-signature-chunkbridge-form": _signature_in_our_form,
+    "history-native-tool-chunkbridge-form": _native_history_in_our_form,
 }
 
 
@@ -333,6 +353,19 @@ def test_what_both_agree_on(answers: dict[Key, Answer]) -> None:
     )
     assert parts("approval-denied")[2]["state"] == "output-denied"
     assert parts("approval-required", 6)[-1]["approval"] == {"id": "c4"}
+    line = "response thinking 'The user wants the weather.' signature=sig-1"
+    assert line in _echoed(parts("history-signature-adapter-form"))
+    call = "response builtin-tool-call web_search ws_1 {'query': 'paris'} provider=function"
+    returned = "response builtin-tool-return web_search ws_1 success"
+    found = "[{'url': 'https://paris.example', 'title': 'Paris'}] provider=function"
+    assert _echoed(parts("history-native-tool-adapter-form"))[1:3] == [
+        f"{call} id=ws_1 details={{'status': 'completed'}}",
+        f"{returned} {found} details={{'status': 'completed'}}",  # the call's: none of its own
+    ]
+    assert _echoed(parts("history-native-tool-adapter-stored-form"))[1:3] == [
+        f"{call} id=ws_1 details={{'status': 'completed'}}",
+        f"{returned} {found} details={{'sources': 1}}",
+    ]
     seen = _echoed(parts("history-with-tools-and-files"))
     assert seen == [
         "request user-prompt [binary image/png 8B, url application/pdf "
@@ -431,3 +464,45 @@ def test_a_run_that_fails_before_its_first_step(answers: dict[Key, Answer]) -> N
             assert (
                 answers["error-before-output", side, target].chunks[-1]["finishReason"] == "error"
             )
+
+
+def test_the_adapter_refuses_a_tool_part_with_result_provider_metadata(
+    real_clients: RealClients,
+) -> None:
+    """An ai 6 or 7 chat keeps an output chunk's ``providerMetadata`` as the part's
+    ``resultProviderMetadata`` (spec §4.1). The adapter's request model forbids that key: the
+    chat holding chunkbridge's search as ai 7 kept it, continued through the adapter, is
+    refused with a 422. chunkbridge gives the search back with the return's own details."""
+    body = then("and?", CHUNKBRIDGE_AT_7, first="search paris").body
+
+    async def post(side: str) -> httpx.Response:
+        transport = httpx.ASGITransport(app=APP)
+        async with httpx.AsyncClient(transport=transport, base_url="http://app") as client:
+            return await client.post(f"/{side}/echo/7", json=body)
+
+    theirs, ours = asyncio.run(post(ADAPTER)), asyncio.run(post(OURS))
+    assert theirs.status_code == 422
+    refused = [e for e in theirs.json() if e["loc"][-1] == "resultProviderMetadata"]
+    assert refused and {e["type"] for e in refused} == {"extra_forbidden"}
+    assert ours.status_code == 200
+    verdict = real_clients.check(ours.content, majors=(7,))[7]
+    assert verdict.ok, verdict.fatal
+    returned = "response builtin-tool-return web_search ws_1 success"
+    (line,) = [line for line in verdict.text().splitlines() if line.startswith(returned)]
+    assert line.endswith("provider=function details={'sources': 1}")
+
+
+def test_the_stored_form_is_the_adapters_own() -> None:
+    """``ADAPTER_STORED`` (a history case above) is what the adapter's ``dump_messages`` keeps of
+    the scripted search, as ``ADAPTER_STREAMED`` is what its stream leaves (``_native_tool``)."""
+
+    async def kept() -> list[Any]:
+        async with AGENTS["scripted"].run_stream_events("search paris") as events:
+            async for _ in events:
+                pass
+            return events.all_messages()
+
+    stored = VercelAIAdapter.dump_messages(asyncio.run(kept()))
+    parts = [p.model_dump(by_alias=True, exclude_none=True) for m in stored for p in m.parts]
+    (search,) = [p for p in parts if p["type"] == "tool-web_search"]
+    assert search["callProviderMetadata"] == _search(ADAPTER_STORED)["callProviderMetadata"]

@@ -1,9 +1,9 @@
 """The agents and ``useChat`` bodies of the differential test against pydantic-ai's
 ``VercelAIAdapter`` (``tests/test_vercel_adapter_differential.py``): the scripted agents of
-:mod:`tests.pydantic_ai_agents`, and three more — a model that fails before it says anything, a
-model that runs a provider-side (native) tool, and an echo model whose answer is the history it
-was given, so that what each side's request conversion made of the same body shows in the final
-message."""
+:mod:`tests.pydantic_ai_agents` (its ``search`` is a tool the model provider runs), and two
+more — a model that fails before it says anything, and an echo model whose answer is the
+history it was given, so that what each side's request conversion made of the same body shows
+in the final message."""
 
 from __future__ import annotations
 
@@ -12,13 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic_ai import Agent
-from pydantic_ai.messages import (
-    BinaryContent,
-    FileUrl,
-    ModelMessage,
-    NativeToolCallPart,
-    NativeToolReturnPart,
-)
+from pydantic_ai.messages import BinaryContent, FileUrl, ModelMessage
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from tests.pydantic_ai_agents import AGENT, DEFERRING, STRUCTURED
@@ -27,20 +21,6 @@ from tests.pydantic_ai_agents import AGENT, DEFERRING, STRUCTURED
 async def _fails_at_once(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str]:
     raise RuntimeError("no credits left")
     yield ""  # (an async generator)
-
-
-async def _native_search(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[Any]:
-    """A web search the model provider runs (``NativeToolCallPart``/``-ReturnPart``)."""
-    call = NativeToolCallPart(
-        tool_name="web_search", args={"query": "paris"}, tool_call_id="n1", provider_name="function"
-    )
-    result = [{"url": "https://paris.example"}]
-    returned = NativeToolReturnPart(
-        tool_name="web_search", content=result, tool_call_id="n1", provider_name="function"
-    )
-    yield {0: call}
-    yield {1: returned}
-    yield "Found it."
 
 
 def _content(content: Any) -> str:
@@ -57,6 +37,14 @@ def _content(content: Any) -> str:
     return "[" + ", ".join(items) + "]"
 
 
+def _native(part: Any) -> str:
+    """What a native call or return carries back to the provider that ran it."""
+    if not part.part_kind.startswith("builtin-"):
+        return ""
+    item = f" id={part.id}" if part.part_kind == "builtin-tool-call" else ""
+    return f" provider={part.provider_name}{item} details={part.provider_details}"
+
+
 def describe(messages: list[ModelMessage]) -> str:
     """A history as one line per part: what a model is given of it."""
     lines = []
@@ -68,11 +56,12 @@ def describe(messages: list[ModelMessage]) -> str:
                 lines.append(f"{head} {_content(part.content)}")
             elif kind in ("tool-call", "builtin-tool-call"):
                 args = part.args_as_dict()
-                lines.append(f"{head} {part.tool_name} {part.tool_call_id} {args}")
+                lines.append(f"{head} {part.tool_name} {part.tool_call_id} {args}{_native(part)}")
             elif kind in ("tool-return", "builtin-tool-return"):
                 outcome = getattr(part, "outcome", "")
                 lines.append(
                     f"{head} {part.tool_name} {part.tool_call_id} {outcome} {part.content!r}"
+                    + _native(part)
                 )
             elif kind == "thinking":
                 lines.append(f"{head} {part.content!r} signature={part.signature}")
@@ -86,7 +75,6 @@ async def _echo(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[
 
 
 EARLY_ERROR: Agent[None, str] = Agent(FunctionModel(stream_function=_fails_at_once, model_name="m"))
-NATIVE: Agent[None, str] = Agent(FunctionModel(stream_function=_native_search, model_name="native"))
 ECHO: Agent[None, str] = Agent(FunctionModel(stream_function=_echo, model_name="echo"))
 #: name → agent, as the test app's routes name them.
 AGENTS: dict[str, Agent[None, Any]] = {
@@ -94,7 +82,6 @@ AGENTS: dict[str, Agent[None, Any]] = {
     "deferring": DEFERRING,
     "structured": STRUCTURED,
     "early-error": EARLY_ERROR,
-    "native": NATIVE,
     "echo": ECHO,
 }
 
@@ -162,18 +149,48 @@ FILES = [
         "url": "https://files.example/a.pdf",
     },
 ]
-NATIVE_EARLIER = assistant(
-    STEP,
-    tool(
+
+
+def searched(**metadata: Any) -> dict[str, Any]:
+    """The answer of the scripted ``search``: the provider's web search (its call's and
+    return's fields in ``metadata``, in one side's form), then the text."""
+    output = [{"url": "https://paris.example", "title": "Paris"}]
+    call = tool(
         "web_search",
-        "n1",
+        "ws_1",
         "output-available",
         {"query": "paris"},
-        output=[{"url": "https://paris.example"}],
+        output=output,
         providerExecuted=True,
-        callProviderMetadata={"pydantic_ai": {"provider_name": "function"}},
-    ),
-    {"type": "text", "text": "Found it.", "state": "done"},
+        **metadata,
+    )
+    return assistant(STEP, call, {"type": "text", "text": "Found it.", "state": "done"})
+
+
+CALL_FIELDS = {
+    "id": "ws_1",
+    "provider_name": "function",
+    "provider_details": {"status": "completed"},
+}
+RETURN_FIELDS = {"provider_name": "function", "provider_details": {"sources": 1}}
+#: The search as the adapter's stream leaves it in the message (the call's fields only).
+ADAPTER_STREAMED = searched(callProviderMetadata={"pydantic_ai": CALL_FIELDS})
+#: The search as the adapter's ``dump_messages`` stores it (the call's and the return's apart).
+ADAPTER_STORED = searched(
+    callProviderMetadata={"pydantic_ai": {"call_meta": CALL_FIELDS, "return_meta": RETURN_FIELDS}}
+)
+OUR_CALL_FIELDS = {
+    "id": "ws_1",
+    "providerName": "function",
+    "providerDetails": {"status": "completed"},
+}
+#: The search as chunkbridge's stream leaves it in an ai 5 message: the call's fields (ai 5
+#: keeps no metadata of an output).
+CHUNKBRIDGE_AT_5 = searched(callProviderMetadata={"pydanticAi": OUR_CALL_FIELDS})
+#: ... and in an ai 6 or 7 message: the return's details too, which differ from the call's.
+CHUNKBRIDGE_AT_7 = searched(
+    callProviderMetadata={"pydanticAi": OUR_CALL_FIELDS},
+    resultProviderMetadata={"pydanticAi": {"providerDetails": {"sources": 1}}},
 )
 
 
@@ -237,7 +254,7 @@ CASES: dict[str, Case] = {
     ),
     "structured-output": ask("forecast Rome", "structured"),
     "custom-events": ask("progress"),
-    "native-tool": ask("search", "native"),
+    "native-tool": ask("search paris"),
     "history-with-tools-and-files": Case(
         "echo", [user("weather in Paris?", files=FILES), EARLIER, user("what did you see?", "u2")]
     ),
@@ -253,5 +270,7 @@ CASES: dict[str, Case] = {
             STEP, thinking({"pydanticAi": {"signature": "sig-1", "providerName": "function"}})
         ),
     ),
-    "history-native-tool": then("and?", NATIVE_EARLIER, first="search"),
+    "history-native-tool-adapter-form": then("and?", ADAPTER_STREAMED, first="search paris"),
+    "history-native-tool-adapter-stored-form": then("and?", ADAPTER_STORED, first="search paris"),
+    "history-native-tool-chunkbridge-form": then("and?", CHUNKBRIDGE_AT_5, first="search paris"),
 }

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from chunkbridge.kit import (
     ApprovalAnswer,
@@ -109,16 +109,10 @@ def _file_url(url: str, media_type: str) -> Any:
 
 
 def _assistant(message: UIMessage, pending: set[str]) -> list[ModelMessage]:
-    """Each step of an assistant message: the model's response (text, thinking, tool calls),
-    then the returns of its answered calls. Calls the provider ran (``providerExecuted``) are
-    left out: the provider keeps them."""
-    from pydantic_ai.messages import (
-        ModelRequest,
-        ModelResponse,
-        ThinkingPart,
-        ToolCallPart,
-        ToolReturnPart,
-    )
+    """Each step of an assistant message: the model's response (text, thinking, tool calls, and
+    the calls the provider ran with their returns: pydantic-ai keeps those in the response and
+    sends them back to that provider), then the returns of its answered calls."""
+    from pydantic_ai.messages import ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart
     from pydantic_ai.messages import TextPart as PaiText
 
     out: list[ModelMessage] = []
@@ -129,33 +123,137 @@ def _assistant(message: UIMessage, pending: set[str]) -> list[ModelMessage]:
             if isinstance(part, TextPart) and part.text:
                 response.append(PaiText(content=part.text))
             elif isinstance(part, ReasoningPart):
-                meta = (part.providerMetadata or {}).get(spec.PROVIDER) or {}
-                response.append(
-                    ThinkingPart(
-                        content=part.text,
-                        signature=meta.get("signature"),
-                        id=meta.get("id"),
-                        provider_name=meta.get("providerName"),
-                    )
-                )
-            elif isinstance(part, ToolPart) and not part.providerExecuted:
-                if part.state == "input-streaming":
-                    continue
+                response.append(_thinking(part))
+            elif not isinstance(part, ToolPart) or part.state == "input-streaming":
+                continue
+            elif part.providerExecuted:
+                response += _native(part, pending)
+            else:
                 name, call_id = part.tool_name, part.toolCallId
                 response.append(ToolCallPart(tool_name=name, args=part.input, tool_call_id=call_id))
-                if call_id in pending:
-                    continue  # resumed by the run's deferred_tool_results
-                if part.state == "output-available":
-                    returns.append(ToolReturnPart(name, part.output, call_id))
-                elif part.state == "output-error":
-                    text = part.errorText or "The tool failed."
-                    returns.append(ToolReturnPart(name, text, call_id, outcome="failed"))
-                elif part.state == "output-denied":
-                    reason = part.approval.reason if part.approval is not None else None
-                    text = reason or "The user denied this tool call."
-                    returns.append(ToolReturnPart(name, text, call_id, outcome="denied"))
+                # a pending call is resumed by the run's deferred_tool_results
+                answer = None if call_id in pending else _answer(part)
+                if answer is not None:
+                    content, outcome = answer
+                    returns.append(ToolReturnPart(name, content, call_id, outcome=outcome))
         if response:
             out.append(ModelResponse(parts=response))
         if returns:
             out.append(ModelRequest(parts=returns))
     return out
+
+
+def _answer(part: ToolPart) -> tuple[Any, Literal["success", "failed", "denied"]] | None:
+    """What an answered call returned, as the model is told it: (content, outcome)."""
+    if part.state == "output-available":
+        return part.output, "success"
+    if part.state == "output-error":
+        return part.errorText or "The tool failed.", "failed"
+    if part.state == "output-denied":
+        reason = part.approval.reason if part.approval is not None else None
+        return reason or "The user denied this tool call.", "denied"
+    return None
+
+
+def _thinking(part: ReasoningPart) -> Any:
+    from pydantic_ai.messages import ThinkingPart
+
+    fields = _fields(part.providerMetadata)
+    return ThinkingPart(
+        content=part.text,
+        signature=_text(fields.get("signature")),
+        id=_text(fields.get("id")),
+        provider_name=_text(fields.get("providerName")),
+    )
+
+
+def _native(part: ToolPart, pending: set[str]) -> list[Any]:
+    """A call the model provider ran, as pydantic-ai kept it in the response: the call, then its
+    return once the part has one. Their fields come from the part's metadata (ours, or the
+    adapter's). The return has its call's but where ``resultProviderMetadata`` says otherwise
+    (ai 6 and 7; ai 5 keeps no metadata of an output)."""
+    from pydantic_ai.messages import NativeToolCallPart, NativeToolReturnPart
+
+    name, call_id = part.tool_name, part.toolCallId
+    call_meta = getattr(part, "callProviderMetadata", None)
+    call = _fields(call_meta, "call_meta")
+    out: list[Any] = [
+        NativeToolCallPart(
+            tool_name=name,
+            args=part.input,
+            tool_call_id=call_id,
+            id=_text(call.get("id")),
+            provider_name=_text(call.get("providerName")),
+            provider_details=_details(call.get("providerDetails")),
+            tool_kind=_kind(call.get("toolKind")),
+        )
+    ]
+    answer = None if call_id in pending else _answer(part)
+    if answer is None:
+        return out
+    own = _ours(getattr(part, "resultProviderMetadata", None))
+    if own is not None or _ours(call_meta) is not None:
+        returned = {**call, **(own or {})}
+    else:  # the adapter's: what it stored of the return, else (its stream) the call's
+        returned = _adapters(call_meta, "return_meta", top=True)
+    content, outcome = answer
+    out.append(
+        NativeToolReturnPart(
+            tool_name=name,
+            content=content,
+            tool_call_id=call_id,
+            outcome=outcome,
+            provider_name=_text(returned.get("providerName")),
+            provider_details=_details(returned.get("providerDetails")),
+            tool_kind=_kind(returned.get("toolKind")),
+        )
+    )
+    return out
+
+
+# -- the parts' own fields, from providerMetadata ------------------------------------------------
+
+
+def _fields(metadata: Any, nested: str = "") -> dict[str, Any]:
+    """A part's pydantic-ai fields by our names: ours (``providerMetadata.pydanticAi``), else
+    the adapter's (``pydantic_ai``, snake_case), so that a chat stored by an app on pydantic-ai's
+    ``VercelAIAdapter`` keeps its signatures and native calls here."""
+    ours = _ours(metadata)
+    return ours if ours is not None else _adapters(metadata, nested, top=True)
+
+
+def _ours(metadata: Any) -> dict[str, Any] | None:
+    ours = metadata.get(spec.PROVIDER) if isinstance(metadata, dict) else None
+    return ours if isinstance(ours, dict) else None
+
+
+def _adapters(metadata: Any, nested: str, *, top: bool) -> dict[str, Any]:
+    """The adapter's fields, by our names. Its stored form (``dump_messages``) keeps a native
+    call's and its return's apart, under ``call_meta`` and ``return_meta`` (``nested``); its
+    stream puts the call's at the top (``top``: read there when ``nested`` lacks one)."""
+    theirs = metadata.get(spec.ADAPTER_PROVIDER) if isinstance(metadata, dict) else None
+    if not isinstance(theirs, dict):
+        return {}
+    inner = theirs.get(nested) if nested else None
+    inner = inner if isinstance(inner, dict) else {}
+    out = {}
+    for ours, key in spec.ADAPTER_KEYS.items():
+        value = inner.get(key)
+        out[ours] = theirs.get(key) if value is None and top else value
+    return out
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _details(value: Any) -> dict[str, Any] | None:
+    return value if isinstance(value, dict) else None
+
+
+def _kind(value: Any) -> str | None:
+    """A typed part's kind, if pydantic-ai defines it (the client sent it: unchecked, a part
+    would claim a shape its data may not have)."""
+    from pydantic_ai.messages import parse_tool_kind
+
+    return parse_tool_kind(value) if isinstance(value, str) else None

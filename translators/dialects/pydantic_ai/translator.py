@@ -71,6 +71,24 @@ def _args_text(args: Any) -> str | None:
     return json_text(args)
 
 
+#: A native return's fields (a return has no ``id`` of its own).
+_RETURN_FIELDS = ("providerName", "providerDetails", "toolKind")
+
+
+def _native_fields(part: Any) -> dict[str, Any]:
+    """A native (provider-run) call's or return's fields that pydantic-ai sends back to the
+    provider that made them: the call's ``id``, the provider's name and details, the typed
+    part's kind (``None`` values left out)."""
+    details = part.provider_details
+    fields = {
+        "id": part.id if part.part_kind == "builtin-tool-call" else None,
+        "providerName": part.provider_name,
+        "providerDetails": None if details is None else to_jsonable_python(details, fallback=repr),
+        "toolKind": part.tool_kind,
+    }
+    return {key: value for key, value in fields.items() if value is not None}
+
+
 def _call_id(part: Any) -> str:
     call_id = part.tool_call_id
     if not isinstance(call_id, str):
@@ -102,6 +120,8 @@ class PydanticAiTranslator(LibraryTranslator):
         self._parts = IndexedParts(self.ids)
         self._tools = StreamedToolCalls(self.ids, self.tool_flags())
         self._native = StreamedToolCalls(self.ids, self.tool_flags(providerExecuted=True))
+        #: native call id → the fields its ``providerMetadata`` carried (until its return).
+        self._native_calls: dict[str, dict[str, Any]] = {}
         #: part index → the registry of the tool call streaming there.
         self._call_at: dict[int, StreamedToolCalls] = {}
         #: reasoning part index → its signature delta so far.
@@ -188,7 +208,8 @@ class PydanticAiTranslator(LibraryTranslator):
                 index, call_id=call_id, name=part.tool_name, arguments=_args_text(part.args)
             )
         elif kind == "builtin-tool-return":
-            out += self._result(part, self.tool_flags(providerExecuted=True))
+            meta = self._return_metadata(part)
+            out += self._result(part, self.tool_flags(providerExecuted=True), meta)
         else:
             out += self.unknown(f"part-{kind}", self._part_fields(part))
         return out
@@ -224,9 +245,23 @@ class PydanticAiTranslator(LibraryTranslator):
             )
             return self._parts.end(index, meta)
         calls = self._call_at.pop(index, None)
-        if calls is not None:
-            return calls.complete(index)
-        return self._parts.end(index)
+        if calls is None:
+            return self._parts.end(index)
+        out = calls.complete(index)
+        if out and calls is self._native:
+            fields = self._native_calls[out[-1]["toolCallId"]] = _native_fields(part)
+            if fields:
+                out[-1]["providerMetadata"] = {spec.PROVIDER: fields}
+        return out
+
+    def _return_metadata(self, part: Any) -> dict[str, Any] | None:
+        """The native return's fields where they differ from its call's (``null``: the return
+        lacks one its call has). A return shares its call's as a rule, and an ai 5 client keeps
+        no metadata of an output (spec §4.1): what the two share rides on the call."""
+        call = self._native_calls.pop(_call_id(part), {})
+        own = _native_fields(part)
+        fields = {key: own.get(key) for key in _RETURN_FIELDS if own.get(key) != call.get(key)}
+        return {spec.PROVIDER: fields} if fields else None
 
     def _part_fields(self, part: Any) -> dict[str, Any]:
         fields = (
@@ -254,19 +289,27 @@ class PydanticAiTranslator(LibraryTranslator):
         self._between = self._responded
         return [*out, *self._result(record_of(event.part), self.tool_flags())]
 
-    def _result(self, part: Any, flags: dict[str, Any]) -> list[Chunk]:
+    def _result(
+        self, part: Any, flags: dict[str, Any], meta: dict[str, Any] | None = None
+    ) -> list[Chunk]:
         call_id = _call_id(part)
         self._unanswered.discard(call_id)
         outcome, content = part.outcome, part.content
         if outcome == "denied":
             return [{"type": "tool-output-denied", "toolCallId": call_id}]
+        chunk: Chunk
         if outcome in spec.ERROR_OUTCOMES:
             text = content if isinstance(content, str) else json_text(to_jsonable_python(content))
-            return [
-                {"type": "tool-output-error", "toolCallId": call_id, "errorText": text, **flags}
-            ]
-        output = content if isinstance(content, str) else to_jsonable_python(content, fallback=repr)
-        return [{"type": "tool-output-available", "toolCallId": call_id, "output": output, **flags}]
+            chunk = {"type": "tool-output-error", "toolCallId": call_id, "errorText": text, **flags}
+        else:
+            output = (
+                content if isinstance(content, str) else to_jsonable_python(content, fallback=repr)
+            )
+            chunk = {"type": "tool-output-available", "toolCallId": call_id, "output": output}
+            chunk.update(flags)
+        if meta:
+            chunk["providerMetadata"] = meta
+        return [chunk]
 
     def _on_deferred(self, event: Any) -> Sequence[Item]:
         requests = record_of(event.requests)

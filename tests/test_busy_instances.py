@@ -148,7 +148,7 @@ async def _prompted(agent: Agent, count: int) -> None:
 async def test_the_ai7_chat_over_two_instances_gets_every_answer_in_order(
     queue: bool, redis_url: str, real_clients
 ) -> None:
-    agent = Agent()
+    agent = Agent(pause=0.2)  # a turn of ~2.4 s: the third message (1 s in) finds two ahead
     async with world(agent, redis_url, "--busy", "queue") as (a, b):
         result = await real_clients.busy_chat(
             apis=[f"{a}/api/sessions/s/chat", f"{b}/api/sessions/s/chat"],

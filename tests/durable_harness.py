@@ -123,6 +123,18 @@ class Cluster:
         self.output: list[str] = []
 
     def start(self, instance: Instance, fault: str = "") -> None:
+        self.launch(instance, fault)
+        self.ready(instance)
+
+    def start_all(self) -> None:
+        """Every instance, started together (each waits for its own start-up only once all
+        are under way)."""
+        for instance in self.instances:
+            self.launch(instance)
+        for instance in self.instances:
+            self.ready(instance)
+
+    def launch(self, instance: Instance, fault: str = "") -> None:
         env = {**os.environ}
         env.pop("CB_FAULT_KILL_AT", None)
         if fault:
@@ -136,6 +148,10 @@ class Cluster:
             env=env,
             cwd=ROOT,
         )
+
+    def ready(self, instance: Instance) -> None:
+        """Until ``instance`` answers its health check (``RuntimeError`` if it never does)."""
+        assert instance.proc is not None
         deadline = time.monotonic() + START_WAIT
         while time.monotonic() < deadline:
             if instance.proc.poll() is not None:
@@ -165,14 +181,18 @@ class Cluster:
         return text
 
     def stop_all(self) -> None:
-        for instance in self.instances:
-            if instance.proc is not None:
-                instance.proc.terminate()
-                try:
-                    self.collect(instance)
-                except subprocess.TimeoutExpired:
-                    instance.proc.kill()
-                    self.collect(instance)
+        """SIGTERM to every instance at once, then each one's end (SIGKILL after 30 s)."""
+        running = [i for i in self.instances if i.proc is not None]
+        for instance in running:
+            assert instance.proc is not None
+            instance.proc.terminate()
+        for instance in running:
+            try:
+                self.collect(instance)
+            except subprocess.TimeoutExpired:
+                assert instance.proc is not None
+                instance.proc.kill()
+                self.collect(instance)
 
 
 @contextlib.contextmanager
@@ -213,8 +233,7 @@ def durable_world(
         ]
         cluster = Cluster(args, count)
         try:
-            for instance in cluster.instances:
-                cluster.start(instance)
+            cluster.start_all()
             yield model, cluster, executions
         finally:
             cluster.stop_all()

@@ -32,7 +32,7 @@ from tests.test_busy_one_instance import (
     running_answer,
     user,
 )
-from tests.test_gateway_process import process
+from tests.test_gateway_process import processes
 
 pytestmark = [pytest.mark.slow, pytest.mark.conformance]
 
@@ -65,17 +65,11 @@ def gateway_processes(
         *("--prompt-frame", orjson.dumps(FRAME).decode(), "--log-level", "warning"),
         *extra,
     )
-    with contextlib.ExitStack() as stack:
-        procs = [
-            stack.enter_context(
-                process(
-                    "serve",
-                    *("--port", str(port), *common),
-                    ready_url=f"http://127.0.0.1:{port}/healthz",
-                )
-            )
-            for port in ports
-        ]
+    commands = [
+        (("serve", "--port", str(port), *common), f"http://127.0.0.1:{port}/healthz")
+        for port in ports
+    ]
+    with processes(*commands) as procs:
         yield (f"http://127.0.0.1:{ports[0]}", f"http://127.0.0.1:{ports[1]}"), procs
 
 

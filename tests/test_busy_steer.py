@@ -89,8 +89,7 @@ def steer_world(
         ]
         cluster = Cluster(args, 2)
         try:
-            for instance in cluster.instances:
-                cluster.start(instance)
+            cluster.start_all()
             yield model, cluster, executions
         finally:
             cluster.stop_all()

@@ -42,7 +42,35 @@ def process(
     env: dict[str, str] | None = None,
     module: str = "chunkbridge",
 ) -> Iterator[subprocess.Popen[str]]:
-    proc = subprocess.Popen(
+    """``python -m <module> <args>``, once ready (its ``ready_url`` answers 200, or it printed
+    ``ready_line``); stopped (SIGTERM, then SIGKILL after 10 s) on the way out."""
+    proc = _spawn(args, env, module)
+    try:
+        _ready(proc, args[0], ready_url, ready_line)
+        yield proc
+    finally:
+        _stop([proc])
+
+
+@contextmanager
+def processes(
+    *commands: tuple[tuple[str, ...], str], env: dict[str, str] | None = None
+) -> Iterator[list[subprocess.Popen[str]]]:
+    """Several ``chunkbridge`` processes (``(args, ready_url)`` each) started together: each
+    is waited for once all are under way; all stopped together on the way out."""
+    procs: list[subprocess.Popen[str]] = []
+    try:
+        for args, _ in commands:
+            procs.append(_spawn(args, env, "chunkbridge"))
+        for proc, (args, url) in zip(procs, commands, strict=True):
+            _ready(proc, args[0], url, None)
+        yield procs
+    finally:
+        _stop(procs)
+
+
+def _spawn(args: tuple[str, ...], env: dict[str, str] | None, module: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
         [sys.executable, "-m", module, *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -50,33 +78,39 @@ def process(
         env={**os.environ, **(env or {})},
         cwd=ROOT,
     )
-    try:
-        deadline = time.monotonic() + START_WAIT
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise RuntimeError(f"{args[0]} exited: {proc.stdout.read() if proc.stdout else ''}")
-            if ready_line is not None:
-                # select first: a process that prints nothing must not block the test forever
-                if proc.stdout and select.select([proc.stdout], [], [], 0.5)[0]:
-                    if ready_line in proc.stdout.readline():
-                        break
-                continue
-            try:
-                if httpx.get(ready_url, timeout=0.5, trust_env=False).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        else:
-            raise RuntimeError(f"{args[0]} did not become ready")
-        yield proc
-    finally:
+
+
+def _ready(
+    proc: subprocess.Popen[str], name: str, ready_url: str | None, ready_line: str | None
+) -> None:
+    deadline = time.monotonic() + START_WAIT
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{name} exited: {proc.stdout.read() if proc.stdout else ''}")
+        if ready_line is not None:
+            # select first: a process that prints nothing must not block the test forever
+            if proc.stdout and select.select([proc.stdout], [], [], 0.5)[0]:
+                if ready_line in proc.stdout.readline():
+                    return
+            continue
+        try:
+            if httpx.get(ready_url or "", timeout=0.5, trust_env=False).status_code == 200:
+                return
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    raise RuntimeError(f"{name} did not become ready")
+
+
+def _stop(procs: list[subprocess.Popen[str]]) -> None:
+    for proc in procs:
         if proc.poll() is None:
             proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+    for proc in procs:
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
         if proc.stdout:
             proc.stdout.close()
 

@@ -24,7 +24,7 @@ import pytest
 from tests.gateway_harness import free_port
 from tests.helpers import decode_sse, text_of, until
 from tests.test_busy_one_instance import queue_positions
-from tests.test_gateway_process import process
+from tests.test_gateway_process import processes
 from tests.test_pi_agent import pi_upstream
 from tests.test_pi_agent_socket import Pending, chat, socket_gateway
 
@@ -212,15 +212,11 @@ def two_pi_gateways(redis_url: str) -> Iterator[tuple[str, str, str]]:
             *("--resume", "redis", "--redis-url", redis_url, "--owner-lease", "2"),
             *("--keepalive-interval", "0.5", "--log-level", "warning"),
         )
-        with contextlib.ExitStack() as stack:
-            for port in ports:
-                stack.enter_context(
-                    process(
-                        "serve",
-                        *("--port", str(port), *common),
-                        ready_url=f"http://127.0.0.1:{port}/healthz",
-                    )
-                )
+        commands = [
+            (("serve", "--port", str(port), *common), f"http://127.0.0.1:{port}/healthz")
+            for port in ports
+        ]
+        with processes(*commands):
             yield f"http://127.0.0.1:{ports[0]}", f"http://127.0.0.1:{ports[1]}", base
 
 

@@ -9,7 +9,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
@@ -17,7 +17,7 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 
 from tests.gateway_harness import app_thread, free_port
-from tests.test_gateway_process import process
+from tests.test_gateway_process import processes
 from tests.test_transcripts import Provider, user
 
 CHAT = "chat-1"
@@ -38,10 +38,11 @@ def two_gateways(upstream: str, database: str, redis: str) -> Iterator[tuple[str
         *("--resume", "redis", "--redis-url", redis, "--log-level", "warning"),
     )
     ports = free_port(), free_port()
-    with ExitStack() as stack:
-        for port in ports:
-            ready = f"http://127.0.0.1:{port}/healthz"
-            stack.enter_context(process("serve", "--port", str(port), *common, ready_url=ready))
+    commands = [
+        (("serve", "--port", str(port), *common), f"http://127.0.0.1:{port}/healthz")
+        for port in ports
+    ]
+    with processes(*commands):  # (started together: the store's migration takes a lock)
         yield f"http://127.0.0.1:{ports[0]}", f"http://127.0.0.1:{ports[1]}"
 
 

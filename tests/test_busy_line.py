@@ -18,8 +18,10 @@ from chunkbridge.gateway.logging import get_logger
 from chunkbridge.gateway.stores.line import (
     Admitted,
     Gone,
+    Joined,
     Refused,
     SessionLine,
+    Taken,
     Waiter,
     Waiting,
     WaitKind,
@@ -183,6 +185,61 @@ async def test_redis_answers_are_noted_per_chat(redis_url: str) -> None:
         assert await line.answer_of(("s", "other")) is None
     finally:
         await client.aclose()
+
+
+async def _taken_then_joined_or_waiting_again(line: Any) -> None:
+    """A running turn takes the first waiter as a steer: it is neither let in when a turn
+    frees nor shown to another turn, until the steer lands (joined: it leaves once it follows
+    its answer) or the turn ends without it (it waits again, first)."""
+    steer = waiter(2, WaitKind.STEER)
+    assert await line.enter("s", waiter(1), 2, 4) == Admitted()
+    assert await line.enter("s", waiter(9), 2, 4) == Admitted()
+    assert await line.enter("s", steer, 2, 4) == Waiting(1)
+    assert await line.claim("s", "m3") is False  # not in the line
+    assert await line.claim("s", "m2") is True
+    assert await line.claim("s", "m2") is False  # taken once
+    assert await line.head("s") is None  # nothing else may be steered before it
+    await _free_one(line, "m9")  # a turn frees: the taken message is not let in
+    assert await line.take("s", "m2", 2) == Taken(1)
+    assert await line.unclaim("s", "m2") is True  # the run ended without it
+    assert await line.unclaim("s", "m2") is False
+    assert await line.take("s", "m2", 2) == Admitted()
+    # again, and this time the steer lands
+    assert await line.enter("s", waiter(4, WaitKind.STEER), 1, 4) == Waiting(1)
+    assert await line.claim("s", "m4") and await line.join("s", "m4")
+    assert await line.join("s", "m4") is False  # (joined once)
+    assert await line.take("s", "m4", 9) == Joined()  # never admitted: it follows its answer
+    assert await line.head("s") is None  # until it leaves
+    await line.leave("s", "m4")
+    assert await line.take("s", "m4", 9) == Gone()
+
+
+async def _free_one(line: Any, member: str) -> None:
+    if isinstance(line, LocalLines):
+        line.free("s")
+    else:
+        await line.resume.release_turn("s", member)
+
+
+async def test_a_taken_steer_in_one_process() -> None:
+    await _taken_then_joined_or_waiting_again(LocalLines())
+
+
+async def test_a_taken_steer_in_redis(redis_url: str) -> None:
+    client, line = redis_line(redis_url)
+    try:
+        await _taken_then_joined_or_waiting_again(line)
+    finally:
+        await client.aclose()
+
+
+def test_a_lapsed_entry_takes_its_steer_state_with_it() -> None:
+    line = SessionLine()
+    line.held = 1
+    line.enter(waiter(1, WaitKind.STEER), 1, 4, now=0.0, lapses=5.0)
+    assert line.claim("m1")
+    line.expire(10.0)
+    assert line.states == {} and line.take("m1", 1, 10.0) == Gone()
 
 
 # -- settings ----------------------------------------------------------------------------------

@@ -19,7 +19,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpx
+import orjson
 import pytest
+import websockets
 
 from tests.gateway_harness import free_port
 from tests.helpers import decode_sse, text_of, until
@@ -199,6 +201,146 @@ async def test_stop_on_the_steered_answer_stops_the_pi_run(real_clients) -> None
     judged(real_clients, first.content, "tool-calls")
     for major, verdict in real_clients.check(second.content).items():
         assert verdict.ok, (major, verdict.fatal)
+
+
+async def test_a_message_whose_steer_went_to_the_agent_is_not_timed_out() -> None:
+    """``queue_timeout`` shorter than the tool: the message is with the agent, so it waits for
+    its answer instead of being told it was not answered."""
+    async with socket_gateway(
+        busy="steer", resume="memory", keepalive_interval=0.3, queue_timeout=0.15
+    ) as (gw, up):
+        first = Pending(gw, "w6", chat("slow weather please"))
+        await until(lambda: b"tool-input-available" in first.content, 10)
+        second = Pending(gw, "w6", chat("slow weather please", "Rome instead"))
+        await asyncio.wait_for(asyncio.gather(first.task, second.task), 30)
+    assert ending(first.content)["messageMetadata"]["steeredBy"] == "u1"
+    chunks = decode_sse(second.content)
+    assert [c for c in chunks if c["type"] == "error"] == []
+    assert text_of(chunks) == "You said: Rome instead"
+
+
+async def test_three_messages_each_steer_the_answer_before_them() -> None:
+    """A runs; B and C wait. B steers A's run; C then steers B's answer: each message gets
+    its own answer once, in one run of the agent."""
+    async with socket_gateway(busy="steer", resume="memory", keepalive_interval=0.3) as (gw, up):
+        a = Pending(gw, "w7", chat("slow weather please"))
+        await until(lambda: b"tool-input-available" in a.content, 10)
+        b = Pending(gw, "w7", chat("slow weather please", "a long one"))
+        await until(lambda: b"data-queue" in b.content, 10)
+        c = Pending(gw, "w7", chat("slow weather please", "a long one", "and Milan"))
+        await asyncio.wait_for(asyncio.gather(a.task, b.task, c.task), 30)
+        stats = await upstream_stats(up)
+    assert stats["runs"] == 1
+    assert ending(a.content)["messageMetadata"]["steeredBy"] == "u1"
+    assert ending(b.content)["messageMetadata"]["steeredBy"] == "u2"
+    assert text_of(decode_sse(b.content)) == "word " * 2000
+    assert text_of(decode_sse(c.content)) == "You said: and Milan"
+    for body in (a.content, b.content, c.content):
+        assert [x for x in decode_sse(body) if x["type"] == "error"] == []
+
+
+async def test_with_two_turns_per_session_a_taken_steer_never_also_runs_alone() -> None:
+    """``max_turns_per_session = 2``: the other chat's run ends while a steer is with this
+    chat's agent; the freed turn does not let the message in as a second answer."""
+    async with socket_gateway(
+        busy="steer", resume="memory", keepalive_interval=0.3, max_turns_per_session=2
+    ) as (gw, up):
+        other = chat("slow weather please")
+        other["id"] = "chat2"
+        y = Pending(gw, "w8", other)
+        await until(lambda: b"tool-input-available" in y.content, 10)
+        await asyncio.sleep(0.15)
+        x = Pending(gw, "w8", chat("slow weather please"))
+        await until(lambda: b"tool-input-available" in x.content, 10)
+        second = Pending(gw, "w8", chat("slow weather please", "Rome instead"))
+        await asyncio.wait_for(asyncio.gather(x.task, y.task, second.task), 30)
+        stats = await upstream_stats(up)
+    assert stats["runs"] == 2  # chat2's and chat1's: the message went into chat1's
+    assert ending(x.content)["messageMetadata"]["steeredBy"] == "u1"
+    assert text_of(decode_sse(second.content)) == "You said: Rome instead"
+
+
+async def test_abort_over_the_websocket_stops_the_steered_answer() -> None:
+    """ai 7's WebSocket transport: ``abort`` of the request whose message steered the run
+    stops that answer's turn (pi hears the abort frame), not only its following."""
+    async with socket_gateway(busy="steer", resume="memory") as (gw, up):
+        url = gw.replace("http://", "ws://") + "/api/sessions/w9/chat/ws"
+        async with websockets.connect(url) as ws:
+            first = [user_message("u0", "slow weather please")]
+            await ws.send(socket_send("r1", first))
+            await frame_of(ws, "r1", "tool-input-available")
+            await ws.send(socket_send("r2", [*first, user_message("u1", "a long one")]))
+            await frame_of(ws, "r2", "text-delta")
+            await ws.send(orjson.dumps({"type": "abort", "requestId": "r2"}).decode())
+            for _ in range(50):  # bounded: 5 s
+                stats = await upstream_stats(up)
+                if stats.get("abortFrames"):
+                    break
+                await asyncio.sleep(0.1)
+    assert stats["runs"] == 1 and stats["abortFrames"] == 1
+
+
+def user_message(message_id: str, text: str) -> dict[str, Any]:
+    return {"id": message_id, "role": "user", "parts": [{"type": "text", "text": text}]}
+
+
+def socket_send(request_id: str, messages: list[dict[str, Any]]) -> str:
+    frame = {"type": "send", "requestId": request_id, "id": "chat1", "messages": messages}
+    return orjson.dumps({**frame, "trigger": "submit-message"}).decode()
+
+
+async def frame_of(ws: Any, request_id: str, chunk_type: str) -> None:
+    """Until the request's chunk of that type comes (10 s at most)."""
+    async with asyncio.timeout(10):
+        while True:
+            frame = orjson.loads(await ws.recv())
+            chunk = frame.get("chunk") or {}
+            if frame.get("requestId") == request_id and chunk.get("type") == chunk_type:
+                return
+
+
+async def test_when_the_answer_cannot_go_on_the_session_is_let_go(monkeypatch, capsys) -> None:
+    """Our own bug while the steered run goes on (here: opening the next answer fails): the
+    message is told it lost its place, and the session's turn is free for the next one."""
+    from chunkbridge.gateway.turn import opening
+
+    real, calls = opening.assemble, []
+
+    def failing_once(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 1:  # (the service binds its own name: the first call here is the steer's)
+            raise RuntimeError("boom")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(opening, "assemble", failing_once)
+    async with socket_gateway(busy="steer", resume="memory", keepalive_interval=0.3) as (gw, up):
+        a = Pending(gw, "w10", chat("slow weather please"))
+        await until(lambda: b"tool-input-available" in a.content, 10)
+        b = Pending(gw, "w10", chat("slow weather please", "Rome instead"))
+        await asyncio.wait_for(asyncio.gather(a.task, b.task), 30)
+        later = chat("hello")
+        later["id"] = "chat2"
+        d = Pending(gw, "w10", later)
+        await asyncio.wait_for(d.task, 30)
+    errors = [c["errorText"] for c in decode_sse(b.content) if c["type"] == "error"]
+    assert errors and "lost its place" in errors[0]
+    assert text_of(decode_sse(d.content)) == "You said: hello"
+    assert "busy.steer_not_continued" in capsys.readouterr().out
+
+
+def test_a_steer_pi_refuses_leaves_the_answer_going() -> None:
+    """pi answers a command it refuses with ``response`` ``success: false``: for the steer,
+    the answer goes on (the message waits for the run's end); for anything else, it ends."""
+    from chunkbridge.translators.dialects.pi_agent import PiAgentTranslator
+
+    translator = PiAgentTranslator()
+    translator.feed({"type": "agent_start"})
+    translator.steering = "u1"
+    refused = {"type": "response", "command": "steer", "success": False, "error": "no"}
+    assert translator.feed(refused) == []
+    assert translator.steering is None and translator.stats["steer-refused"] == 1
+    (close,) = translator.feed({**refused, "command": "prompt"})
+    assert getattr(close, "error_text", None) == "no"
 
 
 @contextlib.contextmanager

@@ -43,9 +43,11 @@ from chunkbridge.gateway.http.sse import (
 )
 from chunkbridge.gateway.service import Gateway
 from chunkbridge.gateway.stores import StoreUnavailable
+from chunkbridge.gateway.stores.base import Key
+from chunkbridge.gateway.stores.line import Joined
 from chunkbridge.gateway.turn.busy import Queued
 from chunkbridge.gateway.turn.run import Seat, TurnRun
-from chunkbridge.gateway.turn.steering import Joined, follow
+from chunkbridge.gateway.turn.steering import follow
 from chunkbridge.translators.core.sse_codec import DONE_FRAME, encode_chunk, encode_chunks
 
 __all__ = ["chat_socket"]
@@ -72,10 +74,13 @@ def _token(websocket: WebSocket) -> tuple[str | None, str | None]:
 class _Request:
     """One multiplexed request: its frames' sequence numbers and its task."""
 
-    __slots__ = ("request_id", "sequence", "task", "run")
+    __slots__ = ("request_id", "sequence", "task", "run", "following")
 
     def __init__(self, request_id: str) -> None:
         self.request_id = request_id
+        #: A steered request's chat: its answer runs on the turn that took it (an ``abort``
+        #: stops that turn, on whichever instance runs it).
+        self.following: Key | None = None
         self.sequence = 0
         self.task: asyncio.Task[None] | None = None
         self.run: TurnRun | None = None
@@ -90,6 +95,8 @@ class _Connection:
         self.session_id = session_id
         self.forward = forward
         self.requests: dict[str, _Request] = {}
+        #: Stops sent for steered requests' aborts (strong references until they are done).
+        self._stops: set[asyncio.Task[bool]] = set()
         self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._send_lock = asyncio.Lock()
         self.log = gateway.log.bind(session_id=session_id[:128], transport="websocket")
@@ -157,6 +164,10 @@ class _Connection:
         request = self.requests.get(request_id)
         if request is not None and request.run is not None:
             request.run.stop()  # the turn ends as a client abort would
+        elif request is not None and request.following is not None:
+            self._stop_elsewhere(request.following)
+            if request.task is not None:
+                request.task.cancel()
         elif request is not None and request.task is not None:
             request.task.cancel()  # a resume: stop following
 
@@ -262,16 +273,33 @@ class _Connection:
                 await self.control("end", request.request_id)
         return None
 
+    def _stop_elsewhere(self, key: Key) -> None:
+        resume = self.gateway.stores.resume
+        if resume is not None:
+            task = asyncio.get_running_loop().create_task(resume.stop(key))
+            self._stops.add(task)
+            task.add_done_callback(self._stops.discard)
+
     async def follow_steered(self, request: _Request, queued: Queued) -> str:
         """A request the running turn took as a steer: its answer from the chat's chunk log
         (:func:`~chunkbridge.gateway.turn.steering.follow`), then ``end``; the error text when
-        it is not found."""
+        it is not found. It leaves the line once it found the answer."""
         bodies = await follow(self.gateway.stores.resume, queued.key, queued.message_id)
         if bodies is None:
             return LOST_PLACE_TEXT
+        await queued.leave()
+        request.following = queued.key
         write = self.writer(request)
-        async for body in bodies:
-            await write(body)
+        try:
+            async for body in bodies:
+                if self.closed.done():
+                    return ""
+                await write(body)
+        except Exception as exc:  # the store failed mid-way, or the socket went away
+            self.log.warning("busy.follow_ended", error=type(exc).__name__)
+            return ""
+        finally:
+            request.following = None
         await self.control("end", request.request_id)
         return ""
 

@@ -16,9 +16,10 @@ from typing import Any
 
 from chunkbridge.gateway.errors import GatewayError
 from chunkbridge.gateway.stores import StoreUnavailable
+from chunkbridge.gateway.stores.line import Joined
 from chunkbridge.gateway.turn.busy import Queued
 from chunkbridge.gateway.turn.run import Seat, TurnRun, until_first
-from chunkbridge.gateway.turn.steering import Joined, follow
+from chunkbridge.gateway.turn.steering import follow
 from chunkbridge.protocol_specs.ui_message_stream import RESPONSE_HEADERS
 from chunkbridge.translators.core.sse_codec import (
     DONE_FRAME,
@@ -210,8 +211,12 @@ class QueuedResponse:
             self.log.warning("busy.steer_unfound")
             await self._fail(send, LOST_PLACE_TEXT)
             return
+        await queued.leave()  # (found: the next message may steer that answer)
         relay = ResumeResponse(bodies, self.request_id)
-        if await until_first(relay.replay(send), wait_for_disconnect(receive)):
+        finished = False
+        with contextlib.suppress(Exception):  # the store failed mid-way: the body just ends
+            finished = await until_first(relay.replay(send), wait_for_disconnect(receive))
+        if finished:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     @staticmethod

@@ -130,7 +130,17 @@ class Line(Protocol):
     async def leave(self, session_id: str, member: str) -> None: ...
 
     async def head(self, session_id: str) -> Waiter | None:
-        """The first waiting request, if any."""
+        """The first waiting request, if any (and not taken as a steer)."""
+
+    async def claim(self, session_id: str, member: str) -> bool:
+        """A running turn takes the first waiting request as a steer (see
+        :meth:`~chunkbridge.gateway.stores.line.SessionLine.claim`); ``False``: it may not."""
+
+    async def join(self, session_id: str, member: str) -> bool:
+        """The steer a turn took landed: its request follows that turn's next answer."""
+
+    async def unclaim(self, session_id: str, member: str) -> bool:
+        """The turn ended without the steer landing: its request waits again."""
 
     async def changed(self, session_id: str, within: float) -> None:
         """Until the session's line may have changed (a turn freed, a request left), or

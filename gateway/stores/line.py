@@ -23,8 +23,12 @@ __all__ = [
     "Admitted",
     "Entry",
     "Gone",
+    "JOINED",
+    "Joined",
     "Refused",
     "SessionLine",
+    "TAKEN",
+    "Taken",
     "WaitKind",
     "Waiter",
     "Waiting",
@@ -91,7 +95,26 @@ class Gone:
     """The request is no longer in the line (it left, or its entry lapsed)."""
 
 
-Entry = Admitted | Waiting | Refused | Gone
+@dataclass(frozen=True, slots=True)
+class Taken:
+    """A running turn took the request's message as a steer (:meth:`SessionLine.claim`): it
+    goes with that turn, so it is neither let in on its own nor timed out, until the steer
+    lands (:class:`Joined`) or the turn ends without it (then it waits again:
+    :meth:`SessionLine.unclaim`)."""
+
+    position: int
+
+
+@dataclass(frozen=True, slots=True)
+class Joined:
+    """The steer landed: the request's answer runs on the turn that took it; the request
+    leaves the line once it follows that answer."""
+
+
+Entry = Admitted | Waiting | Refused | Gone | Taken | Joined
+
+#: What a running turn did with a waiting request: took it as a steer, and the steer landed.
+TAKEN, JOINED = "taken", "joined"
 
 
 class SessionLine:
@@ -99,12 +122,14 @@ class SessionLine:
     time its entry lapses (``math.inf``: never, in one process). Every method is a decision
     over this state only; times are given, never read."""
 
-    __slots__ = ("held", "waiters")
+    __slots__ = ("held", "states", "waiters")
 
     def __init__(self) -> None:
         self.held = 0
         #: (waiter, when its entry lapses), first in line first.
         self.waiters: list[tuple[Waiter, float]] = []
+        #: The waiters a running turn took as steers: :data:`TAKEN`, then :data:`JOINED`.
+        self.states: dict[str, str] = {}
 
     @property
     def idle(self) -> bool:
@@ -149,6 +174,11 @@ class SessionLine:
         position = self.position(member)
         if position is None:
             return Gone()
+        state = self.states.get(member)
+        if state == JOINED:
+            return Joined()
+        if state == TAKEN:
+            return Taken(position)
         if position == 1 and self.held < limit:
             del self.waiters[0]
             self.held += 1
@@ -161,8 +191,28 @@ class SessionLine:
         for index, (waiter, _) in enumerate(self.waiters):
             if waiter.member == member:
                 del self.waiters[index]
+                self.states.pop(member, None)
                 return True
         return False
+
+    def claim(self, member: str) -> bool:
+        """A running turn takes the first waiting request as a steer (it sends it to its
+        agent); ``False`` when that request is no longer first and free to take."""
+        if not self.waiters or self.waiters[0][0].member != member or member in self.states:
+            return False
+        self.states[member] = TAKEN
+        return True
+
+    def join(self, member: str) -> bool:
+        """The steer the turn took landed (``False``: the request left meanwhile)."""
+        if self.states.get(member) != TAKEN:
+            return False
+        self.states[member] = JOINED
+        return True
+
+    def unclaim(self, member: str) -> bool:
+        """The turn ended without the steer landing: the request waits again, first."""
+        return self.states.pop(member, None) == TAKEN
 
     def renew(self, member: str, lapses: float) -> None:
         for index, (waiter, _) in enumerate(self.waiters):
@@ -170,9 +220,12 @@ class SessionLine:
                 self.waiters[index] = (waiter, lapses)
 
     def head(self, now: float = 0.0) -> Waiter | None:
-        """The first waiting request (what a loop turn checks at a step boundary)."""
+        """The first waiting request (what a loop turn checks at a step boundary); ``None``
+        also while a turn holds it as a steer (nothing else may be steered before it)."""
         self.expire(now)
-        return self.waiters[0][0] if self.waiters else None
+        if not self.waiters or self.waiters[0][0].member in self.states:
+            return None
+        return self.waiters[0][0]
 
     def position(self, member: str) -> int | None:
         for index, (waiter, _) in enumerate(self.waiters):
@@ -184,3 +237,5 @@ class SessionLine:
         """Drop the entries that lapsed (their instance stopped renewing them)."""
         if any(lapses <= now for _, lapses in self.waiters):
             self.waiters = [(w, lapses) for w, lapses in self.waiters if lapses > now]
+            kept = {w.member for w, _ in self.waiters}
+            self.states = {m: state for m, state in self.states.items() if m in kept}

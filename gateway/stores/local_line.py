@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable
 
 from chunkbridge.gateway.errors import TurnInProgress
 from chunkbridge.gateway.stores.base import Key
@@ -75,6 +76,23 @@ class LocalLines:
         line = self._lines.get(session_id)
         if line is not None and line.leave(member):
             self._settle(session_id, line)
+
+    async def claim(self, session_id: str, member: str) -> bool:
+        line = self._lines.get(session_id)
+        return line is not None and line.claim(member)
+
+    async def join(self, session_id: str, member: str) -> bool:
+        return self._change(session_id, lambda line: line.join(member))
+
+    async def unclaim(self, session_id: str, member: str) -> bool:
+        return self._change(session_id, lambda line: line.unclaim(member))
+
+    def _change(self, session_id: str, change: Callable[[SessionLine], bool]) -> bool:
+        line = self._lines.get(session_id)
+        if line is None or not change(line):
+            return False
+        self._wake(session_id)
+        return True
 
     async def head(self, session_id: str) -> Waiter | None:
         line = self._lines.get(session_id)

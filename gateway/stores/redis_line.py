@@ -34,7 +34,9 @@ from chunkbridge.gateway.stores.line import (
     Admitted,
     Entry,
     Gone,
+    Joined,
     Refused,
+    Taken,
     Waiter,
     Waiting,
     WaitKind,
@@ -46,7 +48,8 @@ __all__ = ["LINE_CHANNEL", "RedisLine"]
 LINE_CHANNEL = "chunkbridge:line"
 
 #: Drop the lapsed: turns (KEYS[1]) whose lease ended, waiting requests (KEYS[2], their lease
-#: in KEYS[3], their info in KEYS[4]) whose instance stopped renewing them. ARGV[1]: now.
+#: in KEYS[3], their info in KEYS[4], their state as a steer in KEYS[6]) whose instance stopped
+#: renewing them. ARGV[1]: now.
 _PURGE = """
 local function purge(now)
   redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
@@ -55,6 +58,7 @@ local function purge(now)
     redis.call('ZREM', KEYS[2], m)
     redis.call('ZREM', KEYS[3], m)
     redis.call('HDEL', KEYS[4], m)
+    redis.call('HDEL', KEYS[6], m)
   end
   return #lapsed
 end
@@ -82,14 +86,18 @@ if n == 0 then redis.call('PUBLISH', ARGV[8], ARGV[9]) end
 return n + 1
 """
 )
-#: A waiting request looks again: 0 it runs (first, and a turn free), -2 it is gone, else its
-#: position. ARGV as for _ENTER (ARGV[5]: the keys' life, ms; ARGV[6]: the channel).
+#: A waiting request looks again: 0 it runs (first, and a turn free), -2 it is gone, -3 its
+#: steer landed, -(1000 + position) a turn took it as a steer, else its position. ARGV as for
+#: _ENTER (ARGV[5]: the keys' life, ms; ARGV[6]: the channel).
 _TAKE = (
     _PURGE
     + """
 local lapsed = purge(ARGV[1])
 local rank = redis.call('ZRANK', KEYS[2], ARGV[3])
 if not rank then return -2 end
+local state = redis.call('HGET', KEYS[6], ARGV[3])
+if state == 'joined' then return -3 end
+if state == 'taken' then return -(1001 + rank) end
 if rank == 0 and redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[4]) then
   redis.call('ZREM', KEYS[2], ARGV[3])
   redis.call('ZREM', KEYS[3], ARGV[3])
@@ -103,24 +111,50 @@ if lapsed > 0 then redis.call('PUBLISH', ARGV[6], ARGV[7]) end
 return rank + 1
 """
 )
-#: The first waiting request's member and info (none: an empty list).
+#: The first waiting request's member and info (none: an empty list; also while a turn holds
+#: it as a steer).
 _HEAD = (
     _PURGE
     + """
 purge(ARGV[1])
 local first = redis.call('ZRANGE', KEYS[2], 0, 0)
-if #first == 0 then return {} end
+if #first == 0 or redis.call('HEXISTS', KEYS[6], first[1]) == 1 then return {} end
 return {first[1], redis.call('HGET', KEYS[4], first[1]) or ''}
 """
 )
 #: A request leaves the line (ARGV[1]); the others hear it (channel ARGV[2], session ARGV[3]).
 _LEAVE = """
-if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 then
-  redis.call('ZREM', KEYS[2], ARGV[1])
-  redis.call('HDEL', KEYS[3], ARGV[1])
+if redis.call('ZREM', KEYS[2], ARGV[1]) == 1 then
+  redis.call('ZREM', KEYS[3], ARGV[1])
+  redis.call('HDEL', KEYS[4], ARGV[1])
+  redis.call('HDEL', KEYS[6], ARGV[1])
   redis.call('PUBLISH', ARGV[2], ARGV[3])
 end
 return 0
+"""
+#: A running turn takes the first waiting request (ARGV[2]) as a steer: 1, or 0 when it is
+#: not first, or taken already. ARGV[1]: now.
+_CLAIM = (
+    _PURGE
+    + """
+purge(ARGV[1])
+if redis.call('ZRANK', KEYS[2], ARGV[2]) ~= 0 then return 0 end
+if redis.call('HSETNX', KEYS[6], ARGV[2], 'taken') == 0 then return 0 end
+redis.call('PEXPIRE', KEYS[6], ARGV[3])
+return 1
+"""
+)
+#: A taken request's steer landed (ARGV[4] 'joined') or did not (ARGV[4] ''): 1 when it was
+#: taken; the others hear it (channel ARGV[2], session ARGV[3]).
+_SETTLE = """
+if redis.call('HGET', KEYS[6], ARGV[1]) ~= 'taken' then return 0 end
+if ARGV[4] == '' then
+  redis.call('HDEL', KEYS[6], ARGV[1])
+else
+  redis.call('HSET', KEYS[6], ARGV[1], ARGV[4])
+end
+redis.call('PUBLISH', ARGV[2], ARGV[3])
+return 1
 """
 
 #: Seconds between two looks of a waiting request when nothing was published.
@@ -129,7 +163,14 @@ POLL = 1.0
 
 def _keys(session_id: str) -> list[str]:
     line = f"chunkbridge:line:{session_id}"
-    return [f"chunkbridge:turns:{session_id}", line, line + ":lapse", line + ":info", line + ":seq"]
+    return [
+        f"chunkbridge:turns:{session_id}",
+        line,
+        line + ":lapse",
+        line + ":info",
+        line + ":seq",
+        line + ":state",
+    ]
 
 
 @contextlib.contextmanager
@@ -162,6 +203,8 @@ class RedisLine:
         self._take = self.redis.register_script(_TAKE)
         self._head = self.redis.register_script(_HEAD)
         self._leave = self.redis.register_script(_LEAVE)
+        self._claim = self.redis.register_script(_CLAIM)
+        self._settle = self.redis.register_script(_SETTLE)
         #: This instance's waiting requests by session (their leases are renewed here).
         self._waiting: dict[str, set[str]] = {}
         self._changed: dict[str, asyncio.Event] = {}
@@ -209,23 +252,42 @@ class RedisLine:
         args: list[str | int | float] = [now, now + self.lease, member, limit, self._life_ms]
         args += [LINE_CHANNEL, session_id]
         with _unavailable():
-            result = int(await self._take(keys=_keys(session_id)[:4], args=args))
+            result = int(await self._take(keys=_keys(session_id), args=args))
         if result == -2 or result == 0:
             self._forget(session_id, member)
         if result == 0:
             self.resume.held(session_id, member)
             return Admitted()
+        if result == -3:
+            return Joined()
+        if result <= -1001:
+            return Taken(-result - 1000)
         return Gone() if result == -2 else Waiting(result)
 
     async def leave(self, session_id: str, member: str) -> None:
         self._forget(session_id, member)
-        keys = _keys(session_id)[1:4]
         with contextlib.suppress(RedisError, OSError):
-            await self._leave(keys=keys, args=[member, LINE_CHANNEL, session_id])
+            await self._leave(keys=_keys(session_id), args=[member, LINE_CHANNEL, session_id])
+
+    async def claim(self, session_id: str, member: str) -> bool:
+        with _unavailable():
+            args: list[str | float] = [time.time(), member, self._life_ms]
+            return int(await self._claim(keys=_keys(session_id), args=args)) == 1
+
+    async def join(self, session_id: str, member: str) -> bool:
+        return await self._settled(session_id, member, "joined")
+
+    async def unclaim(self, session_id: str, member: str) -> bool:
+        return await self._settled(session_id, member, "")
+
+    async def _settled(self, session_id: str, member: str, state: str) -> bool:
+        with _unavailable():
+            args = [member, LINE_CHANNEL, session_id, state]
+            return int(await self._settle(keys=_keys(session_id), args=args)) == 1
 
     async def head(self, session_id: str) -> Waiter | None:
         with _unavailable():
-            found: Any = await self._head(keys=_keys(session_id)[:4], args=[time.time()])
+            found: Any = await self._head(keys=_keys(session_id), args=[time.time()])
         if not found:
             return None
         member, info = (x.decode() if isinstance(x, bytes) else x for x in found)

@@ -38,7 +38,9 @@ from chunkbridge.gateway.stores.base import Key, Line
 from chunkbridge.gateway.stores.line import (
     Admitted,
     Gone,
+    Joined,
     Refused,
+    Taken,
     Waiter,
     Waiting,
     WaitKind,
@@ -46,7 +48,6 @@ from chunkbridge.gateway.stores.line import (
 )
 from chunkbridge.gateway.turn.history import with_answer_copy
 from chunkbridge.gateway.turn.run import OpenTurns, Seat
-from chunkbridge.gateway.turn.steering import Joined
 from chunkbridge.protocol_specs.chat_request import ChatRequest, UIMessage
 from chunkbridge.translators.core.message_assembly import MessageAssembler
 
@@ -146,9 +147,10 @@ class Queued:
     async def wait(
         self, say: Callable[[int], Awaitable[None]], keepalive: Callable[[], Awaitable[None]]
     ) -> Seat | Joined | None:
-        """Until the request holds a turn (its seat), or the running turn took it as a steer
-        (:class:`Joined`), saying each new position and a
-        keep-alive after each ``keepalive_interval``; ``None`` after ``queue_timeout``.
+        """Until the request holds a turn (its seat), or the steer a running turn took from it
+        landed (:class:`Joined`: its answer is that turn's next), saying each new position and a
+        keep-alive after each ``keepalive_interval``; ``None`` after ``queue_timeout`` (not
+        while a turn holds it as a steer).
         Raises :class:`LostPlace` when its entry lapsed, :class:`ServiceUnavailable` when the
         instance drains. The caller leaves the line on any other way out (:meth:`leave`)."""
         config, line, session_id = self.gateway.config, self.gateway.line, self.key[0]
@@ -159,23 +161,25 @@ class Queued:
         interrupts = self.waiter.kind is WaitKind.INTERRUPT
         nudge = now + INTERRUPT_AGAIN if interrupts else math.inf
         await say(self.position)
+        taken = False  # a turn took the message as a steer: it goes with that turn
         while True:
-            if self.gateway.draining:  # the instance stops: the request ends, validly
+            if self.gateway.draining and not taken:  # the instance stops: it ends, validly
                 await self.leave()
                 raise ServiceUnavailable(0, detail="draining")  # (mid-stream: no header)
             entry = await line.take(session_id, member, limit)
             if isinstance(entry, Admitted):
                 self.gateway.metrics.busy.labels("ran").inc()
                 return seat_of(self.gateway, self.key, member)
+            if isinstance(entry, Joined):
+                return entry
             if isinstance(entry, Gone | Refused):
-                if await self._joined():
-                    return Joined()
                 raise LostPlace("the request's place in the line lapsed")
+            taken = isinstance(entry, Taken)
             if entry.position != self.position:
                 self.position = entry.position
                 await say(entry.position)
             now = loop.time()
-            if now >= deadline:
+            if now >= deadline and not taken:
                 self.gateway.metrics.busy.labels("timeout").inc()
                 await self.leave()
                 return None
@@ -187,16 +191,6 @@ class Queued:
                 beat = now + config.keepalive_interval
             wake = min(deadline, beat, nudge, now + LOOK_AGAIN)
             await line.changed(session_id, max(0.0, wake - now))
-
-    async def _joined(self) -> bool:
-        """The running turn took this request's steer: the chat's newest answer is its own
-        (:mod:`~chunkbridge.gateway.turn.steering`)."""
-        if not self.waiter.steer:
-            return False
-        with contextlib.suppress(StoreUnavailable):
-            noted = await self.gateway.line.answer_of(self.key)
-            return noted is not None and noted[0] == self.message_id
-        return False
 
     async def leave(self) -> None:
         """Out of the line (its client went away, it timed out, it ran: then a no-op)."""

@@ -338,6 +338,8 @@ class TurnRun:
         with contextlib.suppress(Exception):  # (a failed write is logged by the ledger)
             await self._approvals.written()  # answerable anywhere once the client hears the end
         await self.seat.free()
+        if self.steering is not None:  # (after the seat: the message it took runs next)
+            await self.steering.unclaim()
 
     def _ended(self) -> None:
         if self.steering is not None:

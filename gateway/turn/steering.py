@@ -39,21 +39,15 @@ from chunkbridge.kit import RequestRejected, Translator, TurnInput
 from chunkbridge.protocol_specs.chat_request import ChatRequest, UIMessage
 
 if TYPE_CHECKING:
-    from chunkbridge.gateway.turn.opening import Gateway
+    from chunkbridge.gateway.turn.opening import Admission, Gateway
     from chunkbridge.gateway.turn.run import TurnRun
 
-__all__ = ["Joined", "SteerOffer", "Steering", "follow", "go_on", "offer", "takes_steers", "watch"]
+__all__ = ["SteerOffer", "Steering", "follow", "go_on", "offer", "takes_steers", "watch"]
 
 #: Seconds between two looks at the line when nothing woke the watch.
 LOOK_AGAIN = 1.0
 #: How long a request that was steered into a turn looks for that turn's answer in the log.
 FIND_ANSWER = 3.0
-
-
-@dataclass(frozen=True, slots=True)
-class Joined:
-    """A waiting request whose message the running turn took: its answer is that turn's next
-    one, in the chat's chunk log (:func:`follow`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,10 +133,11 @@ class Steering:
     @property
     def landed(self) -> bool:
         """The agent took the steer: the turn ended there, and its run goes on (:func:`go_on`)."""
+        return self.taken is not None and self._landed(self.taken[0])
+
+    def _landed(self, waiter: Waiter) -> bool:
         translator = self.run.driver.turn.translator
-        if self.taken is None or not isinstance(translator, Translator):
-            return False
-        return translator.steered_by == self.taken[0].message_id
+        return isinstance(translator, Translator) and translator.steered_by == waiter.message_id
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._watch())
@@ -167,33 +162,97 @@ class Steering:
             await line.changed(session_id, LOOK_AGAIN)
 
     async def _send(self, waiter: Waiter, found: SteerOffer) -> bool:
-        """The steer goes to the agent (``False``: the turn's socket took nothing)."""
+        """The steer goes to the agent, its request taken from the line first (``False``: it
+        was not, or the turn's socket is not one that takes steers)."""
         upstream, driver = self.run.driver.upstream, self.run.driver
         translator = driver.turn.translator
         if not isinstance(upstream, WebSocketUpstream) or not isinstance(translator, Translator):
             return False
-        if driver.done:
+        session_id = self.run.key[0]
+        try:
+            if driver.done or not await self.gateway.line.claim(session_id, waiter.member):
+                return False
+        except StoreUnavailable:
             return False
         translator.steering = waiter.message_id  # (before it can land)
         self.taken = (waiter, found)
         try:
             await upstream.send(found.frame)
-        except Exception as exc:  # the socket went away: the run ends as it ends
+        except Exception as exc:  # the socket went away: the message waits again
             self.gateway.log.warning("busy.steer_unsent", error=type(exc).__name__)
+            translator.steering = None
+            await self.unclaim()
             return True
-        self.gateway.metrics.busy.labels("steered").inc()
-        self.gateway.log.info("busy.steer_sent", session_id=self.run.key[0][:128])
+        self.gateway.log.info("busy.steer_sent", session_id=session_id[:128])
         return True
+
+    async def unclaim(self) -> None:
+        """The run ended and the steer it took did not land (pi ended its run first, or refused
+        the command): its request waits again, first in line, and runs as queued."""
+        taken, self.taken = self.taken, None
+        if taken is None or self._landed(taken[0]):
+            self.taken = taken
+            return
+        self.gateway.log.info(
+            "busy.steer_as_queue",
+            session_id=self.run.key[0][:128],
+            reason="the agent did not take it before its run ended",
+        )
+        with contextlib.suppress(StoreUnavailable):
+            await self.gateway.line.unclaim(self.run.key[0], taken[0].member)
 
 
 async def go_on(steering: Steering, log: Any) -> None:
     """The steered run goes on as the answer to the message that steered it: a new turn on the
-    same socket and seat, run detached into the chat's log; then the waiting request leaves the
-    line, and finds that answer there (:func:`follow`)."""
-    from chunkbridge.gateway.turn.opening import Admission, assemble  # (opening imports this)
+    same socket and seat, run detached into the chat's log; its request, told it joined, finds
+    that answer there (:func:`follow`). When the next turn cannot be opened, what the run held
+    is let go: the seat freed, the agent told to stop, the request out of the line (it is told
+    it lost its place)."""
+    from chunkbridge.gateway.turn.opening import assemble  # (opening imports this module)
 
     assert steering.taken is not None
-    waiter, found = steering.taken
+    waiter = steering.taken[0]
+    gateway, first = steering.gateway, steering.run
+    session_id = first.key[0]
+    try:
+        admission = _next_admission(steering)
+        run = assemble(
+            gateway,
+            admission,
+            first.driver.upstream,
+            steering.forward,
+            request_id=first.request_id,
+            log=log,
+            started=time.monotonic(),
+            trace=steering.new_trace(),
+        )
+    except Exception as exc:  # a bug of ours: nothing may stay held
+        log.error("busy.steer_not_continued", exc_info=exc)
+        with contextlib.suppress(Exception):
+            await gateway.line.leave(session_id, waiter.member)
+        try:
+            await first.driver.aclose(abort=True)
+        finally:
+            await first.seat.free()
+        return
+    gateway.metrics.busy.labels("steered").inc()
+    with contextlib.suppress(StoreUnavailable):
+        await gateway.line.answer_of(first.key)  # (waits for this instance's note of it)
+        await gateway.line.join(session_id, waiter.member)
+    watch(gateway, run, admission.request, steering.forward, steering.new_trace)
+    if gateway.draining:  # (begun after the drain's look at the runs)
+        run.shutdown()
+    run.client_disconnected = True  # nobody reads it here: it runs on into the log
+    await run.end()
+
+
+def _next_admission(steering: Steering) -> Admission:
+    """The next turn's admission: the run's seat, the conversation with the answer that ended
+    and the steered message, the run id the message's request gave its answer."""
+    from chunkbridge.gateway.turn.opening import Admission  # (opening imports this module)
+
+    assert steering.taken is not None
+    found = steering.taken[1]
     gateway, first = steering.gateway, steering.run
     message = first.driver.turn.assembler.message if first.driver.turn.assembler else None
     messages = list(steering.request.messages)
@@ -202,31 +261,13 @@ async def go_on(steering: Steering, log: Any) -> None:
     messages.append(UIMessage.model_validate(found.user))
     update = {"messages": messages, "messageId": None, "trigger": "submit-message"}
     request = steering.request.model_copy(update=update)
-    session_id = first.key[0]
     turn_input = TurnInput(
-        request, session_id, found.run_id, gateway.dialect_settings, gateway.history
+        request, first.key[0], found.run_id, gateway.dialect_settings, gateway.history
     )
     transcripts = gateway.stores.transcripts if request.id else None
-    admission = Admission(
+    return Admission(
         first.seat, request, turn_input, found.run_id, transcripts, None, True, (), (), None
     )
-    trace = steering.new_trace()
-    run = assemble(
-        gateway,
-        admission,
-        first.driver.upstream,
-        steering.forward,
-        request_id=first.request_id,
-        log=log,
-        started=time.monotonic(),
-        trace=trace,
-    )
-    with contextlib.suppress(StoreUnavailable):
-        await gateway.line.answer_of(first.key)  # (waits for this instance's note of it)
-    await gateway.line.leave(session_id, waiter.member)
-    watch(gateway, run, request, steering.forward, steering.new_trace)  # (after it left)
-    run.client_disconnected = True  # nobody reads it here: it runs on into the log
-    await run.end()
 
 
 async def follow(

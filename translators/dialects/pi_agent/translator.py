@@ -106,6 +106,12 @@ class PiAgentTranslator(Translator):
         return self.finish_reason_after_asking(finish)
 
     def _on_response(self, event: dict[str, Any]) -> Sequence[Item]:
+        if event.get("success") is False and event.get("command") == "steer":
+            # pi refused the steered message (an extension command…): the answer goes on, and
+            # the message waits for the run's end as a queued one
+            self.steering = None
+            self.stats["steer-refused"] += 1
+            return []
         if event.get("success") is False:
             text = error_message(event.get("error"), "The agent refused the command.")
             return [CloseRequest(CloseReason.UPSTREAM_ERROR, text)]

@@ -130,7 +130,8 @@ def _assistant(message: UIMessage, pending: set[str]) -> list[ModelMessage]:
                 response += _native(part, pending)
             else:
                 name, call_id = part.tool_name, part.toolCallId
-                response.append(ToolCallPart(tool_name=name, args=part.input, tool_call_id=call_id))
+                args = _arguments(part.input)
+                response.append(ToolCallPart(tool_name=name, args=args, tool_call_id=call_id))
                 # a pending call is resumed by the run's deferred_tool_results
                 answer = None if call_id in pending else _answer(part)
                 if answer is not None:
@@ -180,7 +181,7 @@ def _native(part: ToolPart, pending: set[str]) -> list[Any]:
     out: list[Any] = [
         NativeToolCallPart(
             tool_name=name,
-            args=part.input,
+            args=_arguments(part.input),
             tool_call_id=call_id,
             id=_text(call.get("id")),
             provider_name=_text(call.get("providerName")),
@@ -241,6 +242,14 @@ def _adapters(metadata: Any, nested: str, *, top: bool) -> dict[str, Any]:
         value = inner.get(key)
         out[ours] = theirs.get(key) if value is None and top else value
     return out
+
+
+def _arguments(value: Any) -> dict[str, Any] | str | None:
+    """A call's input as pydantic-ai takes it: an object, or the JSON text of one (a model
+    that sent arguments that are not JSON); anything else a client sent (a list, a number)
+    would fail every later run of the chat when the model reads it, so it goes as no
+    arguments."""
+    return value if isinstance(value, dict | str) or value is None else None
 
 
 def _text(value: Any) -> str | None:

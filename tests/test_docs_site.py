@@ -41,11 +41,12 @@ def _missing_site_tools() -> str | None:
     return f"{', '.join(missing)} not installed (make install)" if missing else None
 
 
-def _build(site: Path) -> subprocess.CompletedProcess[str]:
+def _build(site: Path, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    """``mkdocs build --strict`` of the site in ``cwd`` into ``site``."""
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}  # Material's banner about MkDocs 2.0
     return subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
-        cwd=ROOT,
+        cwd=cwd,
         env=env,
         capture_output=True,
         text=True,
@@ -86,16 +87,7 @@ def test_a_broken_link_fails_the_build(tmp_path: Path) -> None:
     config = config.replace(nav.group(0), "nav: [index.md, other.md]\n")
     config = config.replace("docs/griffe_rst.py", str(DOCS / "griffe_rst.py"))
     (tmp_path / "mkdocs.yml").write_text(config)
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    built = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", "site"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=BUILD_TIMEOUT,
-        check=False,
-    )
+    built = _build(tmp_path / "site", cwd=tmp_path)
     assert built.returncode != 0
     assert "does not contain an anchor '#no-such-anchor'" in built.stderr
     assert "'missing.md', but the target is not found" in built.stderr

@@ -286,11 +286,13 @@ class Gateway:
         steering`)."""
         return self.agent is not None or steering.takes_steers(self)
 
-    def steer_offer(self, request: ChatRequest, session_id: str, run_id: str) -> str:
+    def steer_offer(
+        self, request: ChatRequest, session_id: str, run_id: str, request_id: str = ""
+    ) -> str:
         """What a message waiting under ``busy = steer`` gives the running turn of an agent
         backend that takes steers itself (its frame, its answer's run id, its message:
         :func:`~chunkbridge.gateway.turn.steering.offer`); ``""`` for every other gateway."""
-        return steering.offer(self, request, session_id, run_id)
+        return steering.offer(self, request, session_id, run_id, request_id)
 
     @property
     def approval_secret(self) -> str | None:
@@ -372,6 +374,7 @@ class Gateway:
         *,
         steerable: bool | None = None,
         may_wait: bool = True,
+        request_id: str = "",
     ) -> Seat | Queued | None:
         """Before a turn opens: the stale guard (``expectedTurnId``), then, under a ``busy``
         policy other than ``reject``, a new user message's place in its session's line — a
@@ -380,7 +383,12 @@ class Gateway:
         :func:`~chunkbridge.gateway.turn.busy.line_up` takes them (an app's own stream)."""
         await busy.check_stale(self, chat_request, session_id)
         return await busy.line_up(
-            self, chat_request, session_id, steerable=steerable, may_wait=may_wait
+            self,
+            chat_request,
+            session_id,
+            steerable=steerable,
+            may_wait=may_wait,
+            request_id=request_id,
         )
 
     async def open_queued(

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -95,6 +96,10 @@ async def test_a_message_sent_while_a_tool_runs_steers_the_pi_run(real_clients, 
     assert text_of(decode_sse(resumed.content)) == "You said: Rome instead"
     out = capsys.readouterr().out
     assert out.count("busy.steer_sent") == 1 and "busy.steer_as_queue" not in out
+    ends = [line for line in out.splitlines() if "stream.end" in line]
+    assert len(ends) == 2 and all("client_disconnected=False" in line for line in ends)
+    ids = {re.search(r"request_id=(\w+)", line)[1] for line in ends}  # type: ignore[index]
+    assert len(ids) == 2  # each answer's line names its own request
     judged(real_clients, first.content, "tool-calls")
     judged(real_clients, second.content, "stop")
 

@@ -90,7 +90,7 @@ async def chat(request: Request) -> Any:
         body_read = True
         chat_request = parse_chat_body(body, config.max_messages)
         forward = authenticate(config, request.headers.get("authorization"), session_id)
-        place = await gateway.line_up(chat_request, session_id)
+        place = await gateway.line_up(chat_request, session_id, request_id=request_id)
         if isinstance(place, Queued):  # it waits for the session's turn (busy)
             log.info("busy.queued", position=place.position, kind=place.waiter.kind.value)
             opener = functools.partial(

@@ -192,7 +192,9 @@ class _Connection:
             if frame.get("messageId") is not None:
                 raw["messageId"] = frame["messageId"]
             chat_request = parse_chat_request(raw, gateway.config.max_messages)
-            place = await gateway.line_up(chat_request, self.session_id)
+            place = await gateway.line_up(
+                chat_request, self.session_id, request_id=request.request_id
+            )
             waited = isinstance(place, Queued)
             if isinstance(place, Queued):  # it waits for the session's turn (busy)
                 await self.control("start", request.request_id)

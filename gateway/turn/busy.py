@@ -92,7 +92,9 @@ class BusyGateway(Protocol):
     @property
     def steerable(self) -> bool: ...
 
-    def steer_offer(self, request: ChatRequest, session_id: str, run_id: str) -> str:
+    def steer_offer(
+        self, request: ChatRequest, session_id: str, run_id: str, request_id: str
+    ) -> str:
         """What a steering request gives a running turn whose upstream takes steers itself
         (:func:`~chunkbridge.gateway.turn.steering.offer`); ``""`` otherwise."""
 
@@ -222,6 +224,7 @@ async def line_up(
     *,
     steerable: bool | None = None,
     may_wait: bool = True,
+    request_id: str = "",
 ) -> Seat | Queued | None:
     """Under ``queue``, ``interrupt`` or ``steer``, a new user message's place: a seat (it runs
     now), or :class:`Queued`; ``None`` where the policy does not apply (``reject``, not a new
@@ -236,7 +239,9 @@ async def line_up(
     assert kind is not None
     user, run_id = request.messages[-1].id, uuid.uuid4().hex
     member = f"{getattr(resume, 'instance', 'local')}:{uuid.uuid4().hex[:12]}"
-    steer = gateway.steer_offer(request, session_id, run_id) if kind is WaitKind.STEER else ""
+    steer = ""
+    if kind is WaitKind.STEER:
+        steer = gateway.steer_offer(request, session_id, run_id, request_id)
     waiter = Waiter(member, kind, user, request.id, steer)
     limit, key = config.max_turns_per_session, (session_id, request.id)
     try:

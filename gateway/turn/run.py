@@ -306,6 +306,11 @@ class TurnRun:
         await go_on(steering, self._log)
         return True
 
+    def run_detached(self) -> None:
+        """Run the turn with nobody reading it here, into its chunk log (a steered answer: its
+        request follows the log, from whichever instance it reached)."""
+        self.detached_task = asyncio.create_task(self._run_detached())
+
     async def _run_detached(self) -> None:
         driver = self.driver
         try:

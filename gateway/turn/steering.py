@@ -59,13 +59,16 @@ class SteerOffer:
     run_id: str
     #: Its user message, as the client sent it (the next answer's request ends with it).
     user: dict[str, Any]
+    #: Its request's id (the answer's log line and trace carry it).
+    request_id: str = ""
 
     @classmethod
     def read(cls, payload: str) -> SteerOffer | None:
         try:
             data = orjson.loads(payload)
-            return cls(dict(data["frame"]), str(data["run_id"]), dict(data["user"]))
-        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            found = (dict(data["frame"]), str(data["run_id"]), dict(data["user"]))
+            return cls(*found, str(data.get("request_id") or ""))
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
             return None
 
 
@@ -81,7 +84,9 @@ def takes_steers(gateway: Gateway) -> bool:
     )
 
 
-def offer(gateway: Gateway, request: ChatRequest, session_id: str, run_id: str) -> str:
+def offer(
+    gateway: Gateway, request: ChatRequest, session_id: str, run_id: str, request_id: str = ""
+) -> str:
     """A steering request's offer (see the module); ``""`` when the gateway's upstream takes
     no steers or its dialect cannot carry the message as one (then it waits as queued)."""
     contract = gateway.dialect.websocket
@@ -93,7 +98,8 @@ def offer(gateway: Gateway, request: ChatRequest, session_id: str, run_id: str) 
     except RequestRejected:
         return ""
     user = request.messages[-1].model_dump(mode="json", exclude_unset=True)
-    return orjson.dumps({"frame": frame, "run_id": run_id, "user": user}).decode()
+    found = {"frame": frame, "run_id": run_id, "user": user, "request_id": request_id}
+    return orjson.dumps(found).decode()
 
 
 def watch(
@@ -221,8 +227,8 @@ async def go_on(steering: Steering, log: Any) -> None:
             admission,
             first.driver.upstream,
             steering.forward,
-            request_id=first.request_id,
-            log=log,
+            request_id=steering.taken[1].request_id or first.request_id,
+            log=log.bind(request_id=steering.taken[1].request_id or first.request_id),
             started=time.monotonic(),
             trace=steering.new_trace(),
         )
@@ -242,8 +248,7 @@ async def go_on(steering: Steering, log: Any) -> None:
     watch(gateway, run, admission.request, steering.forward, steering.new_trace)
     if gateway.draining:  # (begun after the drain's look at the runs)
         run.shutdown()
-    run.client_disconnected = True  # nobody reads it here: it runs on into the log
-    await run.end()
+    run.run_detached()  # nobody reads it here: it runs on into the log
 
 
 def _next_admission(steering: Steering) -> Admission:

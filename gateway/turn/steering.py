@@ -135,6 +135,7 @@ class Steering:
         #: The waiting request whose steer went upstream, and its offer.
         self.taken: tuple[Waiter, SteerOffer] | None = None
         self._task: asyncio.Task[None] | None = None
+        self._stopped = False
 
     @property
     def landed(self) -> bool:
@@ -149,14 +150,14 @@ class Steering:
         self._task = asyncio.get_running_loop().create_task(self._watch())
 
     def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            self._task = None
+        """The run ended: the watch ends at its next look (within :data:`LOOK_AGAIN`), never
+        inside a claim, whose outcome it must see to let go of what it took."""
+        self._stopped = True
 
     async def _watch(self) -> None:
         driver, line = self.run.driver, self.gateway.line
         session_id, chat_id = self.run.key
-        while not driver.done:
+        while not driver.done and not self._stopped:
             try:
                 head = await line.head(session_id)
             except StoreUnavailable:
@@ -174,13 +175,16 @@ class Steering:
         translator = driver.turn.translator
         if not isinstance(upstream, WebSocketUpstream) or not isinstance(translator, Translator):
             return False
-        session_id = self.run.key[0]
+        session_id, line = self.run.key[0], self.gateway.line
         try:
-            if driver.done or not await self.gateway.line.claim(session_id, waiter.member):
+            if driver.done or not await line.claim(session_id, waiter.member):
+                return False
+            if driver.done:  # it ended during the claim: its end let go of nothing yet
+                await line.unclaim(session_id, waiter.member)
                 return False
         except StoreUnavailable:
             return False
-        translator.steering = waiter.message_id  # (before it can land)
+        translator.steering = waiter.message_id  # (before it can land; no wait since the claim)
         self.taken = (waiter, found)
         try:
             await upstream.send(found.frame)

@@ -146,7 +146,7 @@ return 1
 )
 #: A taken request's steer landed (ARGV[4] 'joined') or did not (ARGV[4] ''): 1 when it was
 #: taken; the others hear it (channel ARGV[2], session ARGV[3]).
-_SETTLE = """
+_STEER_STATE = """
 if redis.call('HGET', KEYS[6], ARGV[1]) ~= 'taken' then return 0 end
 if ARGV[4] == '' then
   redis.call('HDEL', KEYS[6], ARGV[1])
@@ -204,7 +204,7 @@ class RedisLine:
         self._head = self.redis.register_script(_HEAD)
         self._leave = self.redis.register_script(_LEAVE)
         self._claim = self.redis.register_script(_CLAIM)
-        self._settle = self.redis.register_script(_SETTLE)
+        self._steer_state = self.redis.register_script(_STEER_STATE)
         #: This instance's waiting requests by session (their leases are renewed here).
         self._waiting: dict[str, set[str]] = {}
         self._changed: dict[str, asyncio.Event] = {}
@@ -275,15 +275,15 @@ class RedisLine:
             return int(await self._claim(keys=_keys(session_id), args=args)) == 1
 
     async def join(self, session_id: str, member: str) -> bool:
-        return await self._settled(session_id, member, "joined")
+        return await self._set_steer_state(session_id, member, "joined")
 
     async def unclaim(self, session_id: str, member: str) -> bool:
-        return await self._settled(session_id, member, "")
+        return await self._set_steer_state(session_id, member, "")
 
-    async def _settled(self, session_id: str, member: str, state: str) -> bool:
+    async def _set_steer_state(self, session_id: str, member: str, state: str) -> bool:
         with _unavailable():
             args = [member, LINE_CHANNEL, session_id, state]
-            return int(await self._settle(keys=_keys(session_id), args=args)) == 1
+            return int(await self._steer_state(keys=_keys(session_id), args=args)) == 1
 
     async def head(self, session_id: str) -> Waiter | None:
         with _unavailable():

@@ -246,9 +246,10 @@ async def go_on(steering: Steering, log: Any) -> None:
             await first.seat.free()
         return
     gateway.metrics.busy.labels("steered").inc()
-    with contextlib.suppress(StoreUnavailable):
-        await gateway.line.answer_of(first.key)  # (waits for this instance's note of it)
+    try:
         await gateway.line.join(session_id, waiter.member)
+    except StoreUnavailable:  # (it cannot be told it joined: it is told it lost its place)
+        await gateway.line.leave(session_id, waiter.member)
     watch(gateway, run, admission.request, steering.forward, steering.new_trace)
     if gateway.draining:  # (begun after the drain's look at the runs)
         run.shutdown()

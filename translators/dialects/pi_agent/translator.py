@@ -85,7 +85,11 @@ class PiAgentTranslator(Translator):
 
     def _on_turn_end(self, event: dict[str, Any]) -> Sequence[Item]:
         self._turns_ended += 1
-        out = [*self._parts.end_all(), *self._tools.complete()]
+        return self._end_step()
+
+    def _end_step(self) -> list[Item]:
+        """The open parts ended, calls completed, the step finished (when one is open)."""
+        out: list[Item] = [*self._parts.end_all(), *self._tools.complete()]
         if self._in_step:
             self._in_step = False
             out.append({"type": "finish-step"})
@@ -95,7 +99,7 @@ class PiAgentTranslator(Translator):
         if event.get("willRetry") is True:
             self.stats["retry"] += 1
             return []
-        out: list[Item] = [*self.begin(step=False), *self._on_turn_end(event)]
+        out: list[Item] = [*self.begin(step=False), *self._end_step()]
         reason = self._stop_reason
         out += self.finish(self._finish_reason(), usage=self._usage, step=False, stopReason=reason)
         return out
@@ -141,8 +145,7 @@ class PiAgentTranslator(Translator):
     def _steered_here(self) -> list[Item]:
         """pi took the steered message after a turn (its tool batch done): the answer ends, the
         next turn — this message's answer — is the next one's."""
-        out: list[Item] = [*self.begin(step=False), *self._on_turn_end({})]
-        self._turns_ended -= 1  # (the turn had ended already)
+        out: list[Item] = [*self.begin(step=False), *self._end_step()]
         reason = self._stop_reason
         return [*out, *self.steered(self._finish_reason(), usage=self._usage, stopReason=reason)]
 

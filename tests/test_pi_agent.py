@@ -90,20 +90,32 @@ async def test_failing_tools_and_models_end_as_they_should(real_clients) -> None
         assert verdict.ok and verdict.error_text == "the model is down", (major, verdict)
 
 
+async def upstream_stats(base: str, until_set: str | None = None) -> dict[str, Any]:
+    """The pi upstream's counts (runs, aborted, abortFrames); with ``until_set``, once that
+    count is set (5 s at most)."""
+    async with httpx.AsyncClient(timeout=5, trust_env=False) as client:
+        for _ in range(50):  # bounded: 5 s
+            stats: dict[str, Any] = (await client.get(base)).json()
+            if until_set is None or stats.get(until_set):
+                break
+            await asyncio.sleep(0.1)
+    return stats
+
+
+async def leave_mid_answer(gw: str, session: str) -> None:
+    """A long answer asked for, and its client gone at its first text."""
+    async with httpx.AsyncClient(timeout=10, trust_env=False) as client:
+        url = f"{gw}/api/sessions/{session}/chat"
+        async with client.stream("POST", url, json=user_body("a long one")) as response:
+            async for chunk in response.aiter_bytes():
+                if b"text-delta" in chunk:
+                    return
+
+
 async def test_a_client_that_leaves_aborts_the_agent() -> None:
     async with gateway_in_front() as (gw, upstream):
-        async with httpx.AsyncClient(timeout=10, trust_env=False) as client:
-            url = f"{gw}/api/sessions/s4/chat"
-            async with client.stream("POST", url, json=user_body("a long one")) as response:
-                async for chunk in response.aiter_bytes():
-                    if b"text-delta" in chunk:
-                        break  # leave mid-answer
-        async with httpx.AsyncClient(timeout=5, trust_env=False) as client:
-            for _ in range(50):  # bounded: 5 s
-                stats = (await client.get(upstream)).json()
-                if stats["aborted"]:
-                    break
-                await asyncio.sleep(0.1)
+        await leave_mid_answer(gw, "s4")
+        stats = await upstream_stats(upstream, until_set="aborted")
         assert stats == {"runs": 1, "aborted": 1}  # the agent was told to stop
         again = await post(gw, "s4", user_body("hello again"))  # and the session is free
     assert text_of(decode_sse(again.content)) == "You said: hello again"

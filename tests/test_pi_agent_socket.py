@@ -6,16 +6,13 @@ frame stops it when the client leaves (``busy = steer`` through pi's ``steer`` f
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
-
 from tests.gateway_harness import post, running_gateway, user_body
 from tests.helpers import decode_sse, text_of
-from tests.test_pi_agent import pi_upstream
+from tests.test_pi_agent import leave_mid_answer, pi_upstream, upstream_stats
 
 
 @contextlib.asynccontextmanager
@@ -40,18 +37,8 @@ async def test_a_real_pi_agent_over_its_socket(real_clients) -> None:
 
 async def test_a_client_that_leaves_stops_the_run_on_the_socket() -> None:
     async with socket_gateway() as (gw, upstream):
-        async with httpx.AsyncClient(timeout=10, trust_env=False) as client:
-            url = f"{gw}/api/sessions/w2/chat"
-            async with client.stream("POST", url, json=user_body("a long one")) as response:
-                async for chunk in response.aiter_bytes():
-                    if b"text-delta" in chunk:
-                        break  # leave mid-answer
-        async with httpx.AsyncClient(timeout=5, trust_env=False) as client:
-            for _ in range(50):  # bounded: 5 s
-                stats = (await client.get(upstream)).json()
-                if stats["aborted"]:
-                    break
-                await asyncio.sleep(0.1)
+        await leave_mid_answer(gw, "w2")
+        stats = await upstream_stats(upstream, until_set="aborted")
         assert stats == {"runs": 1, "aborted": 1, "abortFrames": 1}  # the abort frame stopped it
         again = await post(gw, "w2", user_body("hello again"))  # the session is free
     assert text_of(decode_sse(again.content)) == "You said: hello again"
@@ -63,21 +50,3 @@ def chat(*texts: str) -> dict[str, Any]:
         for i, text in enumerate(texts)
     ]
     return {"id": "chat1", "messages": messages, "trigger": "submit-message"}
-
-
-class Pending:
-    """A POST read as its bytes come (a test waits on what it has read)."""
-
-    def __init__(self, gw: str, session: str, payload: dict[str, Any]) -> None:
-        self.url = f"{gw}/api/sessions/{session}/chat"
-        self.payload = payload
-        self.content = b""
-        self.status_code = 0
-        self.task = asyncio.create_task(self._read())
-
-    async def _read(self) -> None:
-        async with httpx.AsyncClient(timeout=30, trust_env=False) as client:
-            async with client.stream("POST", self.url, json=self.payload) as response:
-                self.status_code = response.status_code
-                async for piece in response.aiter_bytes():
-                    self.content += piece

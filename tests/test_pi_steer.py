@@ -26,10 +26,10 @@ import websockets
 
 from tests.gateway_harness import free_port
 from tests.helpers import decode_sse, text_of, until
-from tests.test_busy_one_instance import queue_positions
+from tests.test_busy_one_instance import Pending, queue_positions
 from tests.test_gateway_process import processes
-from tests.test_pi_agent import pi_upstream
-from tests.test_pi_agent_socket import Pending, chat, socket_gateway
+from tests.test_pi_agent import pi_upstream, upstream_stats
+from tests.test_pi_agent_socket import chat, socket_gateway
 
 pytestmark = pytest.mark.conformance
 
@@ -43,12 +43,6 @@ def start_id(body: bytes) -> str:
     return str(next(c for c in decode_sse(body) if c["type"] == "start")["messageId"])
 
 
-async def upstream_stats(base: str) -> dict[str, Any]:
-    async with httpx.AsyncClient(timeout=5, trust_env=False) as client:
-        stats: dict[str, Any] = (await client.get(base)).json()
-        return stats
-
-
 def judged(real_clients: Any, body: bytes, finish_reason: str) -> None:
     for major, verdict in real_clients.check(body).items():
         assert verdict.ok and verdict.finish_reason == finish_reason, (major, verdict.fatal)
@@ -56,9 +50,9 @@ def judged(real_clients: Any, body: bytes, finish_reason: str) -> None:
 
 async def steer_during_the_tool(first_gw: str, second_gw: str) -> tuple[Pending, Pending]:
     """The weather run (a slow tool); ``Rome instead`` sent once the tool's input is shown."""
-    first = Pending(first_gw, "w1", chat("slow weather please"))
+    first = Pending(first_gw, chat("slow weather please"), "w1")
     await until(lambda: b"tool-input-available" in first.content, 10)
-    second = Pending(second_gw, "w1", chat("slow weather please", "Rome instead"))
+    second = Pending(second_gw, chat("slow weather please", "Rome instead"), "w1")
     await asyncio.wait_for(asyncio.gather(first.task, second.task), 30)
     return first, second
 
@@ -107,9 +101,9 @@ async def test_a_message_sent_while_a_tool_runs_steers_the_pi_run(real_clients, 
 async def test_a_steer_during_a_plain_answer_lands_after_it(real_clients) -> None:
     """No tool: pi asks for steering once the answer is done, and goes on with the message."""
     async with socket_gateway(busy="steer", resume="memory", keepalive_interval=0.3) as (gw, up):
-        first = Pending(gw, "w2", chat("a long one"))
+        first = Pending(gw, chat("a long one"), "w2")
         await until(lambda: b"text-delta" in first.content, 10)
-        second = Pending(gw, "w2", chat("a long one", "and then?"))
+        second = Pending(gw, chat("a long one", "and then?"), "w2")
         await asyncio.wait_for(asyncio.gather(first.task, second.task), 30)
         stats = await upstream_stats(up)
     assert stats["runs"] == 1
@@ -128,9 +122,9 @@ async def test_a_message_pi_cannot_take_as_a_steer_waits_as_queued(capsys) -> No
     payload = chat("slow weather please", "this file")
     payload["messages"][1]["parts"].append(pdf)
     async with socket_gateway(busy="steer", resume="memory", keepalive_interval=0.3) as (gw, up):
-        first = Pending(gw, "w3", chat("slow weather please"))
+        first = Pending(gw, chat("slow weather please"), "w3")
         await until(lambda: b"tool-input-available" in first.content, 10)
-        second = Pending(gw, "w3", payload)
+        second = Pending(gw, payload, "w3")
         await asyncio.wait_for(asyncio.gather(first.task, second.task), 30)
         stats = await upstream_stats(up)
     assert stats["runs"] == 1  # the first run only: the second was refused before its prompt
@@ -187,18 +181,14 @@ async def test_stop_on_the_steered_answer_stops_the_pi_run(real_clients) -> None
     """The answer a steer began is the chat's running turn like any: Stop ends it validly and
     the abort frame goes to pi on the turn's one socket."""
     async with socket_gateway(busy="steer", resume="memory", keepalive_interval=0.3) as (gw, up):
-        first = Pending(gw, "w5", chat("slow weather please"))
+        first = Pending(gw, chat("slow weather please"), "w5")
         await until(lambda: b"tool-input-available" in first.content, 10)
-        second = Pending(gw, "w5", chat("slow weather please", "a long one"))
+        second = Pending(gw, chat("slow weather please", "a long one"), "w5")
         await until(lambda: b"text-delta" in second.content, 10)
         async with httpx.AsyncClient(timeout=10, trust_env=False) as client:
             stopped = await client.post(f"{gw}/api/sessions/w5/chat/chat1/stop")
         await asyncio.wait_for(asyncio.gather(first.task, second.task), 30)
-        for _ in range(50):  # bounded: 5 s
-            stats = await upstream_stats(up)
-            if stats.get("abortFrames"):
-                break
-            await asyncio.sleep(0.1)
+        stats = await upstream_stats(up, until_set="abortFrames")
     assert stopped.status_code == 202
     assert stats["runs"] == 1 and stats["abortFrames"] == 1
     assert ending(first.content)["messageMetadata"]["steeredBy"] == "u1"
@@ -214,9 +204,9 @@ async def test_a_message_whose_steer_went_to_the_agent_is_not_timed_out() -> Non
     async with socket_gateway(
         busy="steer", resume="memory", keepalive_interval=0.3, queue_timeout=0.15
     ) as (gw, up):
-        first = Pending(gw, "w6", chat("slow weather please"))
+        first = Pending(gw, chat("slow weather please"), "w6")
         await until(lambda: b"tool-input-available" in first.content, 10)
-        second = Pending(gw, "w6", chat("slow weather please", "Rome instead"))
+        second = Pending(gw, chat("slow weather please", "Rome instead"), "w6")
         await asyncio.wait_for(asyncio.gather(first.task, second.task), 30)
     assert ending(first.content)["messageMetadata"]["steeredBy"] == "u1"
     chunks = decode_sse(second.content)
@@ -228,11 +218,11 @@ async def test_three_messages_each_steer_the_answer_before_them() -> None:
     """A runs; B and C wait. B steers A's run; C then steers B's answer: each message gets
     its own answer once, in one run of the agent."""
     async with socket_gateway(busy="steer", resume="memory", keepalive_interval=0.3) as (gw, up):
-        a = Pending(gw, "w7", chat("slow weather please"))
+        a = Pending(gw, chat("slow weather please"), "w7")
         await until(lambda: b"tool-input-available" in a.content, 10)
-        b = Pending(gw, "w7", chat("slow weather please", "a long one"))
+        b = Pending(gw, chat("slow weather please", "a long one"), "w7")
         await until(lambda: b"data-queue" in b.content, 10)
-        c = Pending(gw, "w7", chat("slow weather please", "a long one", "and Milan"))
+        c = Pending(gw, chat("slow weather please", "a long one", "and Milan"), "w7")
         await asyncio.wait_for(asyncio.gather(a.task, b.task, c.task), 30)
         stats = await upstream_stats(up)
     assert stats["runs"] == 1
@@ -252,12 +242,12 @@ async def test_with_two_turns_per_session_a_taken_steer_never_also_runs_alone() 
     ) as (gw, up):
         other = chat("slow weather please")
         other["id"] = "chat2"
-        y = Pending(gw, "w8", other)
+        y = Pending(gw, other, "w8")
         await until(lambda: b"tool-input-available" in y.content, 10)
         await asyncio.sleep(0.15)
-        x = Pending(gw, "w8", chat("slow weather please"))
+        x = Pending(gw, chat("slow weather please"), "w8")
         await until(lambda: b"tool-input-available" in x.content, 10)
-        second = Pending(gw, "w8", chat("slow weather please", "Rome instead"))
+        second = Pending(gw, chat("slow weather please", "Rome instead"), "w8")
         await asyncio.wait_for(asyncio.gather(x.task, y.task, second.task), 30)
         stats = await upstream_stats(up)
     assert stats["runs"] == 2  # chat2's and chat1's: the message went into chat1's
@@ -277,11 +267,7 @@ async def test_abort_over_the_websocket_stops_the_steered_answer() -> None:
             await ws.send(socket_send("r2", [*first, user_message("u1", "a long one")]))
             await frame_of(ws, "r2", "text-delta")
             await ws.send(orjson.dumps({"type": "abort", "requestId": "r2"}).decode())
-            for _ in range(50):  # bounded: 5 s
-                stats = await upstream_stats(up)
-                if stats.get("abortFrames"):
-                    break
-                await asyncio.sleep(0.1)
+            stats = await upstream_stats(up, until_set="abortFrames")
     assert stats["runs"] == 1 and stats["abortFrames"] == 1
 
 
@@ -319,13 +305,13 @@ async def test_when_the_answer_cannot_go_on_the_session_is_let_go(monkeypatch, c
 
     monkeypatch.setattr(opening, "assemble", failing_once)
     async with socket_gateway(busy="steer", resume="memory", keepalive_interval=0.3) as (gw, up):
-        a = Pending(gw, "w10", chat("slow weather please"))
+        a = Pending(gw, chat("slow weather please"), "w10")
         await until(lambda: b"tool-input-available" in a.content, 10)
-        b = Pending(gw, "w10", chat("slow weather please", "Rome instead"))
+        b = Pending(gw, chat("slow weather please", "Rome instead"), "w10")
         await asyncio.wait_for(asyncio.gather(a.task, b.task), 30)
         later = chat("hello")
         later["id"] = "chat2"
-        d = Pending(gw, "w10", later)
+        d = Pending(gw, later, "w10")
         await asyncio.wait_for(d.task, 30)
     errors = [c["errorText"] for c in decode_sse(b.content) if c["type"] == "error"]
     assert errors and "lost its place" in errors[0]

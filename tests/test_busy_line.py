@@ -195,9 +195,9 @@ async def _taken_then_joined_or_waiting_again(line: Any) -> None:
     assert await line.enter("s", waiter(1), 2, 4) == Admitted()
     assert await line.enter("s", waiter(9), 2, 4) == Admitted()
     assert await line.enter("s", steer, 2, 4) == Waiting(1)
-    assert await line.claim("s", "m3") is False  # not in the line
-    assert await line.claim("s", "m2") is True
-    assert await line.claim("s", "m2") is False  # taken once
+    assert await line.claim("s", "m3", "m1") is False  # not in the line
+    assert await line.claim("s", "m2", "m1") is True  # by the turn m1 holds
+    assert await line.claim("s", "m2", "m1") is False  # taken once
     assert await line.head("s") is None  # nothing else may be steered before it
     await _free_one(line, "m9")  # a turn frees: the taken message is not let in
     assert await line.take("s", "m2", 2) == Taken(1)
@@ -206,7 +206,7 @@ async def _taken_then_joined_or_waiting_again(line: Any) -> None:
     assert await line.take("s", "m2", 2) == Admitted()
     # again, and this time the steer lands
     assert await line.enter("s", waiter(4, WaitKind.STEER), 1, 4) == Waiting(1)
-    assert await line.claim("s", "m4") and await line.join("s", "m4")
+    assert await line.claim("s", "m4", "m2") and await line.join("s", "m4")
     assert await line.join("s", "m4") is False  # (joined once)
     assert await line.take("s", "m4", 9) == Joined()  # never admitted: it follows its answer
     assert await line.head("s") is None  # until it leaves
@@ -229,6 +229,23 @@ async def test_a_taken_steer_in_redis(redis_url: str) -> None:
     client, line = redis_line(redis_url)
     try:
         await _taken_then_joined_or_waiting_again(line)
+    finally:
+        await client.aclose()
+
+
+async def test_redis_a_message_taken_by_a_turn_whose_instance_died_waits_again(
+    redis_url: str,
+) -> None:
+    """The turn that took the steer held ``m1``; its instance dies (its hold's lease lapses,
+    here set in the past): the message is first again, and let in when a turn is free."""
+    client, line = redis_line(redis_url)
+    try:
+        assert await line.enter("s", waiter(1), 1, 4) == Admitted()
+        assert await line.enter("s", waiter(2, WaitKind.STEER), 1, 4) == Waiting(1)
+        assert await line.claim("s", "m2", "m1")
+        assert await line.take("s", "m2", 1) == Taken(1)
+        await client.zadd("chunkbridge:turns:s", {"m1": 0})  # m1's lease ended
+        assert await line.take("s", "m2", 1) == Admitted()
     finally:
         await client.aclose()
 

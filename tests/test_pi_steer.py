@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+import subprocess
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,6 +24,7 @@ import httpx
 import orjson
 import pytest
 import websockets
+from redis import Redis
 
 from tests.gateway_harness import free_port
 from tests.helpers import decode_sse, text_of, until
@@ -335,8 +337,11 @@ def test_a_steer_pi_refuses_leaves_the_answer_going() -> None:
 
 
 @contextlib.contextmanager
-def two_pi_gateways(redis_url: str) -> Iterator[tuple[str, str, str]]:
-    """Two gateway processes in front of one pi upstream: their URLs and the upstream's."""
+def two_pi_gateways(
+    redis_url: str,
+) -> Iterator[tuple[str, str, str, list[subprocess.Popen[str]]]]:
+    """Two gateway processes in front of one pi upstream: their URLs, the upstream's, and
+    the processes (a test may kill one)."""
     with pi_upstream() as base:
         url = base.replace("http://", "ws://") + "/sessions/{session_id}/rpc"
         ports = free_port(), free_port()
@@ -349,13 +354,13 @@ def two_pi_gateways(redis_url: str) -> Iterator[tuple[str, str, str]]:
             (("serve", "--port", str(port), *common), f"http://127.0.0.1:{port}/healthz")
             for port in ports
         ]
-        with processes(*commands):
-            yield f"http://127.0.0.1:{ports[0]}", f"http://127.0.0.1:{ports[1]}", base
+        with processes(*commands) as procs:
+            yield f"http://127.0.0.1:{ports[0]}", f"http://127.0.0.1:{ports[1]}", base, procs
 
 
 @pytest.mark.slow
 async def test_a_steer_sent_to_the_other_instance_reaches_the_run(redis_url, real_clients) -> None:
-    with two_pi_gateways(redis_url) as (one, two, up):
+    with two_pi_gateways(redis_url) as (one, two, up, _):
         first, second = await steer_during_the_tool(one, two)
         stats = await upstream_stats(up)
         async with httpx.AsyncClient(timeout=10, trust_env=False) as client:
@@ -365,6 +370,35 @@ async def test_a_steer_sent_to_the_other_instance_reaches_the_run(redis_url, rea
     assert start_id(resumed.content) == start_id(second.content)
     judged(real_clients, first.content, "tool-calls")
     judged(real_clients, second.content, "stop")
+
+
+@pytest.mark.slow
+async def test_when_the_instance_that_took_a_steer_dies_the_message_runs_on_its_own(
+    redis_url: str, real_clients
+) -> None:
+    """The steer is with the running turn's agent (taken) when that turn's instance is
+    SIGKILLed: once its hold's lease lapses, the message waits no more for a steer that cannot
+    land, and runs as its own turn on the other instance."""
+    with two_pi_gateways(redis_url) as (one, two, up, procs):
+        first = Pending(one, chat("very slow weather please"), "w11")
+        await until(lambda: b"tool-input-available" in first.content, 10)
+        second = Pending(two, chat("very slow weather please", "Rome instead"), "w11")
+        state = Redis.from_url(redis_url)
+        try:
+            await until(lambda: b"taken:" in b"".join(state.hvals(STATE)), 5)
+        finally:
+            state.close()
+        procs[0].kill()  # (SIGKILL: no drain, nothing let go)
+        await asyncio.wait_for(second.task, 30)
+        stats = await upstream_stats(up)
+    assert stats["runs"] == 2  # the message, prompted anew on the other instance
+    chunks = decode_sse(second.content)
+    assert text_of(chunks) == "You said: Rome instead"
+    assert queue_positions(chunks)[-1] == 0
+    judged(real_clients, second.content, "stop")
+
+
+STATE = "chunkbridge:line:w11:state"
 
 
 def test_the_translator_ends_the_answer_only_where_the_steered_message_lands() -> None:

@@ -132,9 +132,10 @@ class Line(Protocol):
     async def head(self, session_id: str) -> Waiter | None:
         """The first waiting request, if any (and not taken as a steer)."""
 
-    async def claim(self, session_id: str, member: str) -> bool:
-        """A running turn takes the first waiting request as a steer (see
-        :meth:`~chunkbridge.gateway.stores.line.SessionLine.claim`); ``False``: it may not."""
+    async def claim(self, session_id: str, member: str, owner: str) -> bool:
+        """The running turn holding ``owner`` takes the first waiting request as a steer (see
+        :meth:`~chunkbridge.gateway.stores.line.SessionLine.claim`); ``False``: it may not. If
+        that hold lapses (its instance died), the request waits again."""
 
     async def join(self, session_id: str, member: str) -> bool:
         """The steer a turn took landed: its request follows that turn's next answer."""

@@ -77,7 +77,8 @@ class LocalLines:
         if line is not None and line.leave(member):
             self._settle(session_id, line)
 
-    async def claim(self, session_id: str, member: str) -> bool:
+    async def claim(self, session_id: str, member: str, owner: str) -> bool:
+        """(``owner`` is this process's own turn: it cannot die apart from the line.)"""
         line = self._lines.get(session_id)
         return line is not None and line.claim(member)
 

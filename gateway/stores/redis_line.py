@@ -49,8 +49,19 @@ LINE_CHANNEL = "chunkbridge:line"
 
 #: Drop the lapsed: turns (KEYS[1]) whose lease ended, waiting requests (KEYS[2], their lease
 #: in KEYS[3], their info in KEYS[4], their state as a steer in KEYS[6]) whose instance stopped
-#: renewing them. ARGV[1]: now.
+#: renewing them. ARGV[1]: now. ``steer_state(m)``: a waiting request's state as a steer —
+#: ``taken:<the turn's hold>``, ``joined`` or false; taken by a turn whose hold lapsed (its
+#: instance died), it waits again.
 _PURGE = """
+local function steer_state(m)
+  local state = redis.call('HGET', KEYS[6], m)
+  if state and string.sub(state, 1, 6) == 'taken:'
+      and not redis.call('ZSCORE', KEYS[1], string.sub(state, 7)) then
+    redis.call('HDEL', KEYS[6], m)
+    return false
+  end
+  return state
+end
 local function purge(now)
   redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
   local lapsed = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)
@@ -95,9 +106,9 @@ _TAKE = (
 local lapsed = purge(ARGV[1])
 local rank = redis.call('ZRANK', KEYS[2], ARGV[3])
 if not rank then return -2 end
-local state = redis.call('HGET', KEYS[6], ARGV[3])
+local state = steer_state(ARGV[3])
 if state == 'joined' then return -3 end
-if state == 'taken' then return -(1001 + rank) end
+if state then return -(1001 + rank) end
 if rank == 0 and redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[4]) then
   redis.call('ZREM', KEYS[2], ARGV[3])
   redis.call('ZREM', KEYS[3], ARGV[3])
@@ -118,7 +129,7 @@ _HEAD = (
     + """
 purge(ARGV[1])
 local first = redis.call('ZRANGE', KEYS[2], 0, 0)
-if #first == 0 or redis.call('HEXISTS', KEYS[6], first[1]) == 1 then return {} end
+if #first == 0 or steer_state(first[1]) then return {} end
 return {first[1], redis.call('HGET', KEYS[4], first[1]) or ''}
 """
 )
@@ -132,14 +143,14 @@ if redis.call('ZREM', KEYS[2], ARGV[1]) == 1 then
 end
 return 0
 """
-#: A running turn takes the first waiting request (ARGV[2]) as a steer: 1, or 0 when it is
-#: not first, or taken already. ARGV[1]: now.
+#: A running turn (its hold ARGV[4]) takes the first waiting request (ARGV[2]) as a steer: 1,
+#: or 0 when it is not first, or taken already. ARGV[1]: now.
 _CLAIM = (
     _PURGE
     + """
 purge(ARGV[1])
-if redis.call('ZRANK', KEYS[2], ARGV[2]) ~= 0 then return 0 end
-if redis.call('HSETNX', KEYS[6], ARGV[2], 'taken') == 0 then return 0 end
+if redis.call('ZRANK', KEYS[2], ARGV[2]) ~= 0 or steer_state(ARGV[2]) then return 0 end
+redis.call('HSET', KEYS[6], ARGV[2], 'taken:' .. ARGV[4])
 redis.call('PEXPIRE', KEYS[6], ARGV[3])
 return 1
 """
@@ -147,7 +158,7 @@ return 1
 #: A taken request's steer landed (ARGV[4] 'joined') or did not (ARGV[4] ''): 1 when it was
 #: taken; the others hear it (channel ARGV[2], session ARGV[3]).
 _STEER_STATE = """
-if redis.call('HGET', KEYS[6], ARGV[1]) ~= 'taken' then return 0 end
+if string.sub(redis.call('HGET', KEYS[6], ARGV[1]) or '', 1, 6) ~= 'taken:' then return 0 end
 if ARGV[4] == '' then
   redis.call('HDEL', KEYS[6], ARGV[1])
 else
@@ -269,9 +280,9 @@ class RedisLine:
         with contextlib.suppress(RedisError, OSError):
             await self._leave(keys=_keys(session_id), args=[member, LINE_CHANNEL, session_id])
 
-    async def claim(self, session_id: str, member: str) -> bool:
+    async def claim(self, session_id: str, member: str, owner: str) -> bool:
         with _unavailable():
-            args: list[str | float] = [time.time(), member, self._life_ms]
+            args: list[str | float] = [time.time(), member, self._life_ms, owner]
             return int(await self._claim(keys=_keys(session_id), args=args)) == 1
 
     async def join(self, session_id: str, member: str) -> bool:

@@ -177,7 +177,8 @@ class Steering:
             return False
         session_id, line = self.run.key[0], self.gateway.line
         try:
-            if driver.done or not await line.claim(session_id, waiter.member):
+            owner = self.run.seat.member
+            if driver.done or not await line.claim(session_id, waiter.member, owner):
                 return False
             if driver.done:  # it ended during the claim: its end let go of nothing yet
                 await line.unclaim(session_id, waiter.member)

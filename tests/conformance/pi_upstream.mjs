@@ -5,7 +5,7 @@
 //
 // The answer depends on a word of the prompt: "weather" (thinking, a tool the agent runs, with a
 // progress update, then an answer), "broken" (the tool fails), "fail" (the model call fails),
-// "long" (a slow answer, for aborts), anything else (plain text); with "slow" the weather tool
+// "long" (a slow answer, for aborts), anything else (plain text); with "slow" ("very slow": 3 s) the weather tool
 // takes a while (time for a steer to arrive while it runs).
 //
 // The same port also takes WebSocket connections, as pi's RPC mode over a socket: one Agent per
@@ -41,7 +41,7 @@ function respond(context) {
   const text = promptText(last);
   if (text.includes("weather") || text.includes("broken")) {
     const tool = text.includes("broken") ? "broken_tool" : "get_weather";
-    const city = text.includes("slow") ? "slow" : "Paris";
+    const city = text.includes("very slow") ? "very slow" : text.includes("slow") ? "slow" : "Paris";
     return fauxAssistantMessage(
       [fauxThinking("The user wants the weather."), fauxToolCall(tool, { city }, { id: "call_1" })],
       { stopReason: "toolUse" },
@@ -61,6 +61,7 @@ const tools = [
     async execute(id, params, signal, onUpdate) {
       onUpdate?.({ content: [{ type: "text", text: "looking it up" }], details: {} });
       if (params.city === "slow") await new Promise((resolve) => setTimeout(resolve, 400));
+      if (params.city === "very slow") await new Promise((resolve) => setTimeout(resolve, 3000));
       return { content: [{ type: "text", text: `sunny in ${params.city}` }], details: { celsius: 21 } };
     },
   },

@@ -173,9 +173,17 @@ def agent_ops_turn(text: str = "Hello there") -> list[Any]:
 
 def free_port() -> int:
     """A port nothing listens on now (for a server that must know its port before it starts)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` ports nothing listens on now, all different: each is held until all are
+    chosen (ports chosen one by one, for servers starting at once, may repeat)."""
+    with contextlib.ExitStack() as stack:
+        held = [stack.enter_context(socket.socket()) for _ in range(count)]
+        for s in held:
+            s.bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in held]
 
 
 @contextlib.asynccontextmanager

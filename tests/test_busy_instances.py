@@ -21,7 +21,7 @@ import orjson
 import pytest
 from redis import Redis
 
-from tests.gateway_harness import ScriptedUpstream, free_port
+from tests.gateway_harness import ScriptedUpstream, free_ports
 from tests.helpers import decode_sse, until
 from tests.test_busy_one_instance import (
     Agent,
@@ -57,7 +57,7 @@ def gateway_processes(
     upstream: str, redis_url: str, *extra: str
 ) -> Iterator[tuple[tuple[str, str], list[subprocess.Popen[str]]]]:
     """Two instances: their base URLs and processes (a test may kill one)."""
-    ports = free_port(), free_port()
+    ports = free_ports(2)
     common = (
         *("--dialect", "agent-ops-v2", "--upstream", upstream),
         *("--resume", "redis", "--redis-url", redis_url, "--owner-lease", str(LEASE)),

@@ -28,7 +28,7 @@ import pytest
 
 from tests.components import used
 from tests.conftest import require
-from tests.gateway_harness import free_port
+from tests.gateway_harness import free_ports
 from tests.test_gateway_process import process
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -117,10 +117,9 @@ def _static_server(directory: Path, port: int) -> Iterator[str]:
 
 
 @contextmanager
-def _demo_gateway(*args: str) -> Iterator[str]:
-    """``chunkbridge demo *args`` run as a process of its own (the real entry point): its URL,
-    once it serves."""
-    port = free_port()
+def _demo_gateway(port: int, *args: str) -> Iterator[str]:
+    """``chunkbridge demo *args`` on ``port``, run as a process of its own (the real entry
+    point): its URL, once it serves."""
     url = f"http://127.0.0.1:{port}"
     with process("demo", *args, "--port", str(port), ready_url=f"{url}/healthz"):
         yield url
@@ -134,7 +133,8 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
     They start while the app builds: all at once."""
     require("browser end-to-end set-up", missing())
     app = tmp_path_factory.mktemp("app") / "dist"
-    static_port = free_port()
+    # all chosen at once: servers starting together must not be given the same port
+    static_port, *ports = free_ports(5)
     origin = f"http://127.0.0.1:{static_port}"
 
     def dialect_demo(target: int) -> tuple[str, ...]:
@@ -147,13 +147,15 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
 
     starting = {
         "app": _static_server(app, static_port),
-        "ai5": _demo_gateway(*dialect_demo(5)),
-        "ai7": _demo_gateway(*dialect_demo(7)),
+        "ai5": _demo_gateway(ports[0], *dialect_demo(5)),
+        "ai7": _demo_gateway(ports[1], *dialect_demo(7)),
         "agentDemo": _demo_gateway(
-            "--agent", "--target", "7", "--store", "off", "--telemetry", "otlp"
+            ports[2], "--agent", "--target", "7", "--store", "off", "--telemetry", "otlp"
         ),
         # what `make demo BUSY=queue` runs (resume = memory: the demo's own default)
-        "busyDemo": _demo_gateway("--dialect", "agent-ops-v2", "--busy", "queue", "--store", "off"),
+        "busyDemo": _demo_gateway(
+            ports[3], "--dialect", "agent-ops-v2", "--busy", "queue", "--store", "off"
+        ),
     }
     with ExitStack() as stack, ThreadPoolExecutor(len(starting) + 1) as pool:
         built = pool.submit(build_app, app)

@@ -32,7 +32,7 @@ from chunkbridge import (
     request_body,
     ui_stream,
 )
-from tests.gateway_harness import free_port, uvicorn_server
+from tests.gateway_harness import free_ports, uvicorn_server
 from tests.helpers import decode_sse, text_of, until
 from tests.inprocess_host import SETTINGS, gateway_for, host
 from tests.test_busy_one_instance import WORDS, answer_text, body, queue_positions, user
@@ -455,7 +455,7 @@ async def test_the_ai_sdk_chat_that_sends_while_the_answer_streams_gets_every_an
 def two_hosts(model: str, redis_url: str, busy: str) -> Iterator[tuple[str, str]]:
     """Two processes of the host app (:mod:`tests.inprocess_host`), its gateway on one
     redis-server: their base URLs."""
-    ports = free_port(), free_port()
+    ports = free_ports(2)
     flags = ("--model", model, "--redis-url", redis_url, "--busy", busy)
     with contextlib.ExitStack() as stack:
         for port in ports:

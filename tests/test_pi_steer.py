@@ -26,7 +26,7 @@ import pytest
 import websockets
 from redis import Redis
 
-from tests.gateway_harness import free_port
+from tests.gateway_harness import free_ports
 from tests.helpers import decode_sse, text_of, until
 from tests.test_busy_one_instance import Pending, queue_positions
 from tests.test_gateway_process import processes
@@ -344,7 +344,7 @@ def two_pi_gateways(
     the processes (a test may kill one)."""
     with pi_upstream() as base:
         url = base.replace("http://", "ws://") + "/sessions/{session_id}/rpc"
-        ports = free_port(), free_port()
+        ports = free_ports(2)
         common = (
             *("--dialect", "pi-agent", "--upstream", url, "--busy", "steer"),
             *("--resume", "redis", "--redis-url", redis_url, "--owner-lease", "2"),

@@ -16,7 +16,7 @@ import httpx
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from tests.gateway_harness import app_thread, free_port
+from tests.gateway_harness import app_thread, free_ports
 from tests.test_gateway_process import processes
 from tests.test_transcripts import Provider, user
 
@@ -37,7 +37,7 @@ def two_gateways(upstream: str, database: str, redis: str) -> Iterator[tuple[str
         *("--store", "postgres", "--store-url", database, "--history", "stored"),
         *("--resume", "redis", "--redis-url", redis, "--log-level", "warning"),
     )
-    ports = free_port(), free_port()
+    ports = free_ports(2)
     commands = [
         (("serve", "--port", str(port), *common), f"http://127.0.0.1:{port}/healthz")
         for port in ports
